@@ -1,0 +1,11 @@
+"""Shared library for every test in this repository.
+
+Modules, one job each:
+  hardware       -- declare what hardware a test needs (@requires_gpus(2), @requires_nccl, ...)
+  pytest_plugin  -- picks the tests of the current variant and refuses all-skipped runs
+  dynamo         -- dynamo test base class, compile counters, log and guard-failure capture
+  distributed    -- multi-process harness: spawn ranks, rendezvous, surface every rank's failure
+  dtensor        -- DTensor test base built on the harness
+  numerics       -- deterministic seeding and numerics for fair eager-vs-compiled comparisons
+  versions       -- expectations that differ between torch releases
+"""

@@ -1,0 +1,98 @@
+"""Dynamo test helpers: a clean compiler state per test, and ways to observe what dynamo did.
+
+Uses only torch._dynamo's own modules (no torch.testing._internal), so tests also run on images
+without `expecttest`.
+"""
+
+import contextlib
+import logging
+import unittest
+
+import torch
+import torch._dynamo
+import torch._dynamo.testing
+import torch._dynamo.utils
+import torch._logging
+
+
+class DynamoTestCase(unittest.TestCase):
+    """Resets dynamo around every test, so frame counts and caches start from zero.
+
+    Errors inside dynamo raise instead of falling back to eager (suppress_errors=False), so a
+    test cannot pass by silently not compiling. Unlike torch's own dynamo TestCase this does not
+    turn on `nested_graph_breaks`: tests see the configuration users get by default.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self._dynamo_config = torch._dynamo.config.patch(suppress_errors=False)
+        self._dynamo_config.__enter__()
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+
+    def tearDown(self):
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        self._dynamo_config.__exit__(None, None, None)
+        super().tearDown()
+
+
+def compile_counter() -> torch._dynamo.testing.CompileCounter:
+    """A backend that runs graphs eagerly and counts frames (`frame_count`) and ops (`op_count`)."""
+    return torch._dynamo.testing.CompileCounter()
+
+
+class LogRecords(list):
+    """Captured log records with convenience views."""
+
+    def messages(self) -> list[str]:
+        return [r.getMessage() for r in self]
+
+    def text(self) -> str:
+        return "\n".join(self.messages())
+
+
+@contextlib.contextmanager
+def capture_logs(logger_name: str = "torch._dynamo", **artifacts):
+    """Collect records of `logger_name` (and its children) while the block runs.
+
+    Keyword arguments turn on torch logging artifacts for the duration, e.g.
+    `capture_logs("torch._dynamo", recompiles=True)`; the previous settings are restored.
+    """
+    records = LogRecords()
+
+    class _Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+
+    handler = _Collect(level=logging.DEBUG)
+    logger = logging.getLogger(logger_name)
+    logger.addHandler(handler)
+    try:
+        if artifacts:
+            torch._logging.set_logs(**artifacts)
+        yield records
+    finally:
+        if artifacts:
+            torch._logging.set_logs()
+        logger.removeHandler(handler)
+
+
+class GuardFailures(list):
+    """Guard-failure reasons dynamo reported, one string per failed cache entry.
+
+    Pass `.record` as `guard_fail_fn` to `torch._dynamo.optimize`.
+    """
+
+    def record(self, failure) -> None:
+        self.append(failure.reason)
+
+
+def recompile_reasons(records: LogRecords) -> list[str]:
+    """The reason lines of 'Recompiling function ...' messages in captured recompile logs."""
+    reasons = []
+    for message in records.messages():
+        if "triggered by the following guard failure" in message:
+            lines = message.splitlines()[1:]
+            reasons.extend(line.strip("- ").strip() for line in lines if line.strip())
+    return reasons

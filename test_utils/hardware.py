@@ -1,0 +1,154 @@
+"""What hardware a test needs, declared once on the test and read by the runner.
+
+A test's requirements place it in exactly one Bazel variant of its source file:
+
+    variant      needs                     runs
+    cpu          nothing                   tests without markers
+    gpu          exactly 1 GPU             @requires_gpus(1), @requires_nccl, @requires_triton
+    multi_gpu    2 or more GPUs            @requires_gpus(2) (or more)
+
+Markers work on test functions, unittest methods and whole classes; class and method markers
+merge (the larger GPU count wins). NCCL and triton both need a GPU, so on their own they imply
+one.
+"""
+
+import dataclasses
+import importlib.util
+import os
+import shutil
+import subprocess
+
+VARIANTS = ("cpu", "gpu", "multi_gpu")
+VARIANT_ENV = "TORCH_TEST_VARIANT"
+_ATTR = "__torch_test_requirements__"
+
+
+@dataclasses.dataclass(frozen=True)
+class Requirements:
+    gpus: int = 0
+    nccl: bool = False
+    triton: bool = False
+
+    def merged(self, other: "Requirements") -> "Requirements":
+        return Requirements(
+            gpus=max(self.gpus, other.gpus),
+            nccl=self.nccl or other.nccl,
+            triton=self.triton or other.triton,
+        )
+
+    @property
+    def min_gpus(self) -> int:
+        return max(self.gpus, 1 if (self.nccl or self.triton) else 0)
+
+    @property
+    def variant(self) -> str:
+        return variant_for_gpus(self.min_gpus)
+
+
+def variant_for_gpus(gpus: int) -> str:
+    return "cpu" if gpus == 0 else "gpu" if gpus == 1 else "multi_gpu"
+
+
+def gpus_needed(variant: str) -> int:
+    return {"cpu": 0, "gpu": 1, "multi_gpu": 2}[_checked(variant)]
+
+
+def requires(*, gpus: int = 0, nccl: bool = False, triton: bool = False):
+    """Decorator recording hardware needs on a test function or class."""
+    if gpus < 0:
+        raise ValueError(f"requires(gpus={gpus}): GPU count must be >= 0")
+    new = Requirements(gpus=gpus, nccl=nccl, triton=triton)
+
+    def mark(obj):
+        # vars(), not getattr(): a subclass must not re-merge its parent's marker into itself.
+        if isinstance(obj, type):
+            own = vars(obj).get(_ATTR, Requirements())
+        else:
+            own = getattr(obj, _ATTR, Requirements())
+        setattr(obj, _ATTR, own.merged(new))
+        return obj
+
+    return mark
+
+
+def requires_gpus(n: int):
+    return requires(gpus=n)
+
+
+requires_nccl = requires(nccl=True)
+requires_triton = requires(triton=True)
+
+
+def requirements_of(fn, cls=None) -> Requirements:
+    """Requirements of a test: its class's markers (inherited ones too) merged with its own."""
+    req = Requirements()
+    if cls is not None:
+        for klass in reversed(cls.__mro__):
+            req = req.merged(vars(klass).get(_ATTR, Requirements()))
+    fn = getattr(fn, "__func__", fn)
+    return req.merged(getattr(fn, _ATTR, Requirements()))
+
+
+def current_variant() -> str:
+    return _checked(os.environ.get(VARIANT_ENV, "cpu"))
+
+
+def _checked(variant: str) -> str:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+    return variant
+
+
+def device_type() -> str:
+    """The torch device type tests of the current variant run on."""
+    return "cpu" if current_variant() == "cpu" else "cuda"
+
+
+def visible_gpu_count() -> int:
+    """GPUs this process may use, without creating a CUDA context in it.
+
+    Honours CUDA_VISIBLE_DEVICES (set by the GPU lease). Asks nvidia-smi rather than torch so
+    that a parent process stays CUDA-free and can still fork or lease devices afterwards.
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        listed = [d for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+        return min(len(listed), host_gpu_count())
+    return host_gpu_count()
+
+
+def host_gpu_count() -> int:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return 0
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def has_triton() -> bool:
+    """True where triton is installed and has a GPU to compile for."""
+    if importlib.util.find_spec("triton") is None:
+        return False
+    from torch.utils._triton import has_triton as torch_has_triton
+
+    return torch_has_triton()
+
+
+def has_nccl() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_nccl_available()
+
+
+def missing_hardware(variant: str) -> str | None:
+    """Why this host cannot run `variant` (e.g. 'needs 2 GPUs, found 0'), or None if it can."""
+    need = gpus_needed(variant)
+    if need == 0:
+        return None
+    found = visible_gpu_count()
+    if found < need:
+        return f"variant {variant!r} needs {need} GPU{'s' if need > 1 else ''}, found {found}"
+    return None

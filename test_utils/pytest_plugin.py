@@ -1,0 +1,90 @@
+"""pytest plugin: run only the current variant's tests, and never report a hollow pass.
+
+Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest runs).
+- Tests whose hardware markers (test_utils.hardware) belong to another variant are deselected,
+  so each test runs in exactly one Bazel target.
+- A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
+- A skipped test fails the run: a skip hides missing hardware or packages, which must be
+  declared with markers (Bazel then schedules or skips the whole target) instead.
+"""
+
+import pytest
+
+from test_utils import hardware
+
+_REQ_KEY = pytest.StashKey[hardware.Requirements]()
+
+
+def requirements(item) -> hardware.Requirements:
+    return item.stash[_REQ_KEY]
+
+
+def pytest_report_header(config):
+    return f"torch_test variant: {hardware.current_variant()}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    variant = hardware.current_variant()
+    keep, drop = [], []
+    for item in items:
+        req = hardware.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
+        item.stash[_REQ_KEY] = req
+        (keep if req.variant == variant else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_collection_finish(session):
+    if not session.items:
+        return
+    missing = hardware.missing_hardware(hardware.current_variant())
+    if missing:
+        pytest.exit(f"cannot run on this host: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def pytest_runtest_setup(item):
+    req = requirements(item)
+    if req.nccl and not hardware.has_nccl():
+        pytest.fail("test needs the NCCL backend, which this torch build lacks", pytrace=False)
+    if req.triton and not hardware.has_triton():
+        pytest.fail("test needs triton with a GPU, which this host lacks", pytrace=False)
+
+
+class _SkipAudit:
+    def __init__(self):
+        self.skipped = []
+        self.ran = 0
+
+    def pytest_runtest_logreport(self, report):
+        if report.skipped and not hasattr(report, "wasxfail"):
+            self.skipped.append((report.nodeid, _skip_reason(report)))
+        elif report.when == "call":
+            self.ran += 1
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.skipped and exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not self.skipped:
+            return
+        terminalreporter.section("skipped tests fail this target", red=True)
+        for nodeid, reason in self.skipped:
+            terminalreporter.line(f"{nodeid}: {reason}")
+        terminalreporter.line(
+            "Declare hardware with test_utils.hardware markers instead of skipping; "
+            f"{self.ran} test(s) ran, {len(self.skipped)} skipped."
+        )
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_SkipAudit(), "torch_test_skip_audit")
