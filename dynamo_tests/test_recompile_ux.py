@@ -1,0 +1,279 @@
+"""What users see when dynamo recompiles: the recompile limit, its warning, guard-failure reasons.
+
+Guard texts changed since the seed was written: names print bare (`tensor 'a'`, not
+`tensor 'L['a']'`), reasons are prefixed `<frame>/<compile>: `, and the limit is called
+`recompile_limit` (`cache_size_limit` remains as an alias).
+"""
+
+import gc
+import logging
+import unittest
+import weakref
+
+import torch
+import torch._dynamo
+
+from test_utils.dynamo import (
+    DynamoTestCase,
+    GuardFailures,
+    capture_logs,
+    compile_counter,
+    recompile_reasons,
+)
+from test_utils.hardware import requires_gpus
+from test_utils.versions import by_torch_version
+
+LIMIT_WARNING = "torch._dynamo hit config.recompile_limit"
+
+
+def warnings_of(records) -> list[str]:
+    return [r.getMessage() for r in records if r.levelno >= logging.WARNING]
+
+
+def guard_text(reason: str) -> str:
+    """'0/1: len(x) == 2   # source comment' -> 'len(x) == 2'."""
+    first_line = reason.splitlines()[0]
+    _compile_id, _, guard = first_line.partition(": ")
+    return guard.split("#")[0].strip()
+
+
+class RecompileUxTests(DynamoTestCase):
+    # Dynamo compiles this many versions of a frame, then runs only what it has.
+    recompile_limit = 1
+
+    def setUp(self):
+        super().setUp()
+        self.enterContext(torch._dynamo.config.patch(recompile_limit=self.recompile_limit))
+
+    def assert_single_warning_contains(self, records, text: str) -> None:
+        messages = warnings_of(records)
+        self.assertEqual(len(messages), 1, messages)
+        self.assertIn(text, messages[0])
+
+    def test_drop_cache_on_skip(self):
+        # Changed: dynamo used to drop a frame's compiled entries when the limit made it skip the
+        # frame. Now the frame goes RUN_ONLY: its entries stay and still serve matching inputs;
+        # only reset() frees them. (The seed watched `gm.forward`, a bound method that dies at
+        # once, so it could not tell the difference.)
+        def model(x, i):
+            return x + i
+
+        finalizers = []
+        graph_calls = 0
+
+        def compiler(gm, example_inputs):
+            def run(*args):
+                nonlocal graph_calls
+                graph_calls += 1
+                return gm.forward(*args)
+
+            finalizers.append(weakref.finalize(run, lambda: None))
+            return run
+
+        x = torch.randn(2)
+        for i in range(2):
+            opt_model = torch._dynamo.optimize(compiler)(model)
+            torch.testing.assert_close(opt_model(x, i), x + i)
+        # i=1 fails the `i == 0` guard and hits the limit: it runs eagerly, nothing compiles.
+        self.assertEqual(len(finalizers), 1)
+        self.assertEqual(graph_calls, 1)
+
+        self.assertTrue(finalizers[0].alive)
+        torch.testing.assert_close(opt_model(x, 0), x)
+        self.assertEqual(graph_calls, 2)
+
+        torch._dynamo.reset()
+        gc.collect()
+        self.assertFalse(finalizers[0].alive)
+
+    def test_loop_torture(self):
+        def loop_torture(input, iters):
+            out = input
+            for _ in range(iters):
+                out += input
+            return out
+
+        counter = compile_counter()
+        rng = torch.Generator().manual_seed(0)
+        with capture_logs("torch._dynamo") as records:
+            for _ in range(10):
+                x = torch.randn(3)
+                iters = torch.randint(low=0, high=1000, size=(), generator=rng)
+                opt_loop_torture = torch._dynamo.optimize(counter)(loop_torture)
+                # `out += input` doubles `input` in place, so compare with eager on fresh copies.
+                torch.testing.assert_close(
+                    opt_loop_torture(x.clone(), iters), loop_torture(x.clone(), iters)
+                )
+
+        # Each new trip count fails a guard on the loop bound; the limit stops recompiling.
+        self.assertEqual(counter.frame_count, self.recompile_limit)
+        self.assert_single_warning_contains(records, f"{LIMIT_WARNING} ({self.recompile_limit})")
+
+    @torch._dynamo.config.patch(automatic_dynamic_shapes=False)
+    def test_dynamic_input(self):
+        def model(input):
+            return input + input
+
+        expected_recompiles = 2
+        counter = compile_counter()
+        rng = torch.Generator().manual_seed(0)
+        # Set through the old name on purpose: the alias still works, the warning names the new.
+        with torch._dynamo.config.patch(cache_size_limit=expected_recompiles):
+            with capture_logs("torch._dynamo") as records:
+                for _ in range(10):
+                    bsz = int(torch.randint(low=0, high=1000, size=(), generator=rng))
+                    x = torch.randn((bsz, 3, 4))
+                    opt_model = torch._dynamo.optimize(counter)(model)
+                    torch.testing.assert_close(opt_model(x), x + x)
+
+        self.assertEqual(counter.frame_count, expected_recompiles)
+        messages = warnings_of(records)
+        self.assertEqual(len(messages), 1, messages)
+        self.assertTrue(
+            messages[0].startswith(f"{LIMIT_WARNING} ({expected_recompiles})"), messages[0]
+        )
+
+    @requires_gpus(1)
+    def test_nvfuser_guards(self):
+        # Dynamo owns every recompile decision at the top level, so a backend (nvfuser's
+        # profiling executor, originally) never sees inputs its guards did not check.
+        def func(a, b, c):
+            return a + b * c
+
+        a = torch.rand(3, 4, 5, device="cuda")
+        b = torch.rand(3, 4, 5, device="cuda")
+        b_view = torch.rand(3, 5, 4, device="cuda").view(3, 4, 5)
+        b_permuted = torch.rand(3, 5, 4, device="cuda").permute(0, 2, 1)
+        c = torch.rand(3, 4, 5, device="cuda")
+        counter = compile_counter()
+        failures = GuardFailures()
+
+        with torch._dynamo.config.patch(recompile_limit=2):
+            opt_func = torch._dynamo.optimize(counter, guard_fail_fn=failures.record)(func)
+            torch.testing.assert_close(opt_func(a, b, c), a + b * c)
+            self.assertEqual(counter.frame_count, 1)
+
+            opt_func(a, b, c)
+            self.assertEqual(counter.frame_count, 1)
+
+            # Same size and contiguous strides: the guards pass.
+            torch.testing.assert_close(opt_func(a, b_view, c), a + b_view * c)
+            self.assertEqual(counter.frame_count, 1)
+            self.assertEqual(failures, [])
+
+            # Same size, strides (20, 1, 4): a stride guard fails and dynamo recompiles.
+            torch.testing.assert_close(opt_func(a, b_permuted, c), a + b_permuted * c)
+            self.assertEqual(counter.frame_count, 2)
+
+        expected = by_torch_version(
+            {
+                "2.11": "0/0: tensor 'b' stride mismatch at index 1. expected 5, actual 1",
+                "2.13": "0/0: tensor 'b' stride mismatch at index 1. expected 5, actual 1",
+            }
+        )
+        self.assertEqual([f.splitlines()[0] for f in failures], [expected])
+
+    def test_verbose_tensor_check(self):
+        def func(a):
+            # torch.add is implemented in C++: no torch._refs warnings mix into the logs.
+            return torch.add(a, 4)
+
+        def check_guard_failure(cached_input, missed_input, expected_failure):
+            torch._dynamo.reset()
+            torch._dynamo.optimize("eager")(func)(cached_input)
+            with capture_logs("torch._dynamo") as records:
+                torch._dynamo.optimize("eager")(func)(missed_input)
+            # With the limit at 1 the miss is reported in the limit warning's "last reason".
+            self.assert_single_warning_contains(records, f"last reason: 0/0: {expected_failure}")
+
+        a = torch.rand(3, 4, 5)
+        check_guard_failure(
+            a, a[0:2, :, :], "tensor 'a' size mismatch at index 0. expected 3, actual 2"
+        )
+        check_guard_failure(
+            a,
+            a.clone().as_strided((3, 4, 5), stride=(1, 3, 12)),
+            "tensor 'a' stride mismatch at index 0. expected 20, actual 1",
+        )
+        check_guard_failure(a, a[0, :, :], "tensor 'a' rank mismatch. expected 3, actual 2")
+        check_guard_failure(a, a.to("meta"), "tensor 'a' dispatch key set mismatch.")
+        check_guard_failure(
+            a, a.to(torch.float16), "tensor 'a' dtype mismatch. expected Float, actual Half"
+        )
+        a_grad = a.clone()
+        a_grad.requires_grad = True
+        check_guard_failure(
+            a, a_grad, "tensor 'a' requires_grad mismatch. expected requires_grad=0"
+        )
+
+    def test_mismatched_type(self):
+        a = torch.rand(3, 4, 5)
+        b = torch.rand(3, 4, 5)
+
+        def func(a, b):
+            return a + b
+
+        torch._dynamo.optimize("eager")(func)(a, b)
+        with capture_logs("torch._dynamo") as records:
+            torch._dynamo.optimize("eager")(func)(a, 1)
+        self.assert_single_warning_contains(
+            records, "expected type of 'b' to be a tensor type, ' but found <class 'int'>"
+        )
+
+    @torch._dynamo.config.patch(recompile_limit=32)
+    def test_multiple_guard_fails(self):
+        failures = GuardFailures()
+
+        def f(x):
+            return torch.relu(x)
+
+        opt_f = torch._dynamo.optimize(
+            backend="eager", guard_fail_fn=failures.record, dynamic=False
+        )(f)
+        for i in range(5):
+            failures.clear()
+            opt_f(torch.randn(8 + i))
+
+        # The last call (size 12) fails the size guard of every earlier compile, newest first.
+        self.assertEqual(
+            failures,
+            [
+                "0/3: tensor 'x' size mismatch at index 0. expected 11, actual 12",
+                "0/2: tensor 'x' size mismatch at index 0. expected 10, actual 12",
+                "0/1: tensor 'x' size mismatch at index 0. expected 9, actual 12",
+                "0/0: tensor 'x' size mismatch at index 0. expected 8, actual 12",
+            ],
+        )
+
+    @torch._dynamo.config.patch(recompile_limit=32)
+    def test_multiple_guard_fails_report_all(self):
+        failures = GuardFailures()
+
+        def f(x):
+            return torch.ones(len(x), x[-1])
+
+        opt_f = torch._dynamo.optimize(
+            backend="eager", guard_fail_fn=failures.record, dynamic=False
+        )(f)
+        with capture_logs("torch._dynamo", recompiles_verbose=True) as records:
+            opt_f([4, 5, 6])
+            self.assertEqual(failures, [])
+
+            opt_f([7, 8])
+            self.assertEqual([guard_text(r) for r in failures], ["len(x) == 3"])
+
+            failures.clear()
+            opt_f([9])
+            # Every cached entry reports its failing guard, newest compile first.
+            self.assertEqual([guard_text(r) for r in failures], ["len(x) == 2", "len(x) == 3"])
+
+        # The verbose recompile log of the third compile lists the failures of both entries.
+        logged = [line for line in recompile_reasons(records) if line.startswith("0/")]
+        self.assertEqual(
+            [guard_text(line) for line in logged], ["len(x) == 3", "len(x) == 2", "len(x) == 3"]
+        )
+        self.assertIn("guard 1 failures:", records.text())
+
+
+if __name__ == "__main__":
+    unittest.main()

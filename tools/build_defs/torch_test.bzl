@@ -1,0 +1,133 @@
+"""`torch_test`: one test source, one Bazel target per hardware variant.
+
+    torch_test(
+        name = "test_embedding_ops",          # source: test_embedding_ops.py
+        variants = ["cpu", "multi_gpu"],
+        nccl = ["multi_gpu"],                 # variants that use the NCCL backend
+        shard_count = {"cpu": 2},             # int (every variant) or per-variant dict
+        deps = ["@pypi//:torch"],
+    )
+
+creates
+
+    target                       variant    tags                    needs (target_compatible_with)
+    test_embedding_ops           cpu        -                       -
+    test_embedding_ops_gpu       gpu        gpu [nccl]              has_gpu [has_nccl]
+    test_embedding_ops_multi_gpu multi_gpu  gpu multi_gpu [nccl]    has_gpu has_multi_gpu [has_nccl]
+
+Inside the source, test_utils.hardware markers place each test in one variant; the runner
+(//tools/runner:pytest_runner.py) runs the variant's tests and fails if the host lacks its
+hardware. Targets whose hardware the platform lacks are SKIPPED by Bazel. Per variant the
+target also gets the remote pool (pools.bzl) and, for GPU variants, the GPU fingerprint in its
+environment, so cached GPU results are tied to the GPU model.
+
+Declarations that contradict each other fail at loading time with a message naming them.
+"""
+
+load("@local_hardware//:hardware.bzl", "GPU_FINGERPRINT")
+load(":pools.bzl", "exec_properties_for")
+load(":python.bzl", "py_test")
+
+_PLATFORMS = "//tools/platforms:"
+
+VARIANTS = {
+    "cpu": struct(suffix = "", tags = [], needs = []),
+    "gpu": struct(suffix = "_gpu", tags = ["gpu"], needs = ["has_gpu"]),
+    "multi_gpu": struct(suffix = "_multi_gpu", tags = ["gpu", "multi_gpu"], needs = ["has_gpu", "has_multi_gpu"]),
+}
+
+# Every GPU test process: NVLink multicast off (unsupported on the pools' NVSwitch setup).
+GPU_ENV = {
+    "NCCL_NVLS_ENABLE": "0",
+    "NVSHMEM_DISABLE_NVLS": "1",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+}
+
+# Every test process: no network access to model hubs.
+COMMON_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
+
+RUNNER = "//tools/runner:pytest_runner.py"
+
+def _fail(name, message):
+    fail("torch_test(name = \"{}\"): {}".format(name, message))
+
+def _unknown(values, known):
+    return [v for v in values if v not in known]
+
+def _check(name, variants, nccl, shard_count):
+    if not variants:
+        _fail(name, "variants is empty; use any of {}".format(VARIANTS.keys()))
+    bad = _unknown(variants, VARIANTS)
+    if bad:
+        _fail(name, "unknown variants {}; known: {}".format(bad, VARIANTS.keys()))
+    if len(variants) != len({v: None for v in variants}):
+        _fail(name, "variants {} lists a variant twice".format(variants))
+    if "cpu" in nccl:
+        _fail(name, "nccl lists the cpu variant; NCCL needs GPUs (use gloo on cpu)")
+    bad = _unknown(nccl, variants)
+    if bad:
+        _fail(name, "nccl names {}, which are not among variants {}".format(bad, variants))
+    if type(shard_count) == "dict":
+        bad = _unknown(shard_count.keys(), variants)
+        if bad:
+            _fail(name, "shard_count names {}, which are not among variants {}".format(bad, variants))
+
+def _shards(shard_count, variant):
+    if type(shard_count) == "dict":
+        return shard_count.get(variant)
+    return shard_count
+
+def torch_test(
+        name,
+        src = None,
+        variants = ["cpu"],
+        nccl = [],
+        shard_count = None,
+        size = "medium",
+        deps = [],
+        data = [],
+        env = {},
+        tags = [],
+        args = [],
+        **kwargs):
+    """One py_test per variant of `src` (default `name + ".py"`); see the module docstring."""
+    _check(name, variants, nccl, shard_count)
+    src = src or name + ".py"
+    for variant in variants:
+        spec = VARIANTS[variant]
+        target = name + spec.suffix
+        if native.existing_rule(target):
+            _fail(name, "target {} already exists in this package".format(target))
+        needs = spec.needs + (["has_nccl"] if variant in nccl else [])
+        variant_env = dict(COMMON_ENV)
+        variant_env["TORCH_TEST_VARIANT"] = variant
+        if variant != "cpu":
+            variant_env.update(GPU_ENV)
+            variant_env["TORCH_TEST_GPU_HARDWARE"] = GPU_FINGERPRINT
+        variant_env.update(env)
+        py_test(
+            name = target,
+            srcs = [RUNNER, src],
+            main = RUNNER,
+            args = ["$(location {})".format(src)] + args,
+            data = data,
+            deps = ["//test_utils", "//tools/runner"] + deps,
+            env = variant_env,
+            exec_properties = exec_properties_for(variant),
+            python_version = "PY3",
+            shard_count = _shards(shard_count, variant),
+            size = size,
+            tags = spec.tags + (["nccl"] if variant in nccl else []) + tags,
+            target_compatible_with = [_PLATFORMS + n for n in needs],
+            **kwargs
+        )
+
+def torch_test_suites():
+    """Per-hardware test_suites of this package: cpu_tests, gpu_tests, multi_gpu_tests."""
+    native.test_suite(name = "cpu_tests", tags = ["-gpu"])
+    native.test_suite(name = "gpu_tests", tags = ["gpu", "-multi_gpu"])
+    native.test_suite(name = "multi_gpu_tests", tags = ["multi_gpu"])

@@ -1,0 +1,88 @@
+"""`pypi_repository`: the pinned Python packages and interpreter, as an external repository.
+
+Two modes, chosen by the environment at fetch time:
+
+* Pinned (default): installs `lock` (exact versions + sha256, see tools/python/update_lock.sh)
+  into `site/` with `pip --no-deps --require-hashes`; the package index is the only network.
+  .pyc files are compiled deterministically so every fetch, on every machine, yields the same
+  bytes and cached test results stay valid. The interpreter is `python3` on PATH (or
+  $PYTHON_BIN), wrapped as a venv that cannot see the host's site-packages.
+* Host interpreter (TORCH_TEST_PYTHON=/path/to/python3, e.g. a GPU image that ships torch):
+  nothing is installed; that interpreter's own packages are used. A package of the lock it lacks
+  becomes an incompatible target, so tests needing it are SKIPPED by Bazel, never passed. A
+  fingerprint of the environment (package versions, torch's CUDA build, GPUs and driver) is a
+  runfile of every test, so a changed image re-runs them.
+
+Either way the repository has one `py_library` per distribution (`@pypi//:torch`, ...) and
+`@pypi//:python_toolchain` for `register_toolchains`.
+"""
+
+_GENERATOR = Label("//tools/python:generate_build.py")
+
+def _run(ctx, what, argv, env = {}):
+    result = ctx.execute(argv, timeout = 3600, environment = env, quiet = True)
+    if result.return_code != 0:
+        fail("pypi: {} failed (exit {}):\n{}\n{}".format(
+            what,
+            result.return_code,
+            result.stdout[-4000:],
+            result.stderr[-4000:],
+        ))
+    return result.stdout
+
+def _real_interpreter(ctx, python):
+    found = ctx.which(python) if not python.startswith("/") else ctx.path(python)
+    if found == None or not found.exists:
+        fail("pypi: no Python interpreter {!r} (set PYTHON_BIN or TORCH_TEST_PYTHON)".format(python))
+
+    # Resolve shims (pyenv) and symlinks to the real executable the venv will point at.
+    return _run(ctx, "locating the interpreter", [
+        found,
+        "-c",
+        "import os, sys; print(os.path.realpath(sys.executable))",
+    ]).strip()
+
+def _install_lock(ctx, python):
+    lock = ctx.path(ctx.attr.lock)
+    _run(ctx, "pip install of {}".format(ctx.attr.lock), [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--no-deps",
+        "--require-hashes",
+        "--only-binary=:all:",
+        "--no-compile",
+        "--target=site",
+        "--requirement={}".format(lock),
+    ])
+
+def _pypi_repository_impl(ctx):
+    host_python = ctx.os.environ.get("TORCH_TEST_PYTHON", "")
+    python = _real_interpreter(ctx, host_python or ctx.os.environ.get("PYTHON_BIN", "python3"))
+    if not host_python:
+        _install_lock(ctx, python)
+    _run(
+        ctx,
+        "generating @{} (tools/python/generate_build.py)".format(ctx.name),
+        [
+            python,
+            ctx.path(_GENERATOR),
+            "--lock={}".format(ctx.path(ctx.attr.lock)),
+            "--mode={}".format("host" if host_python else "pinned"),
+            "--interpreter={}".format(python),
+            "--out=.",
+        ],
+        env = {"PYTHONHASHSEED": "0"},
+    )
+
+pypi_repository = repository_rule(
+    implementation = _pypi_repository_impl,
+    attrs = {
+        "lock": attr.label(allow_single_file = True, mandatory = True),
+    },
+    environ = ["PYTHON_BIN", "TORCH_TEST_PYTHON", "TORCH_TEST_ENV_FINGERPRINT"],
+)

@@ -1,0 +1,109 @@
+"""GPU lease: lets Bazel run tests in parallel without oversubscribing GPUs.
+
+Bazel 4.2.3 has no GPU resource accounting, so each gpu/multi_gpu test process leases GPUs
+itself before it starts: one lock file per GPU slot under a host-wide directory.
+
+* All-or-nothing: slots are taken while holding one allocator lock, and released at once if
+  not all are free; nobody ever waits while holding a slot, so there is no deadlock.
+* A 1-GPU request takes one slot; a request for 2+ GPUs takes every slot of each GPU (whole
+  GPUs for multi-GPU tests).
+* Locks are flock()s: the kernel frees them when the holder exits, even by SIGKILL.
+* The lease sets CUDA_VISIBLE_DEVICES to the leased GPUs; with several slots per GPU it also
+  exports TORCH_TEST_GPU_MEMORY_FRACTION (1/slots) for tests to cap their memory.
+
+Environment:
+  TORCH_TEST_GPU_LEASE_DIR   lock directory (default /dev/shm/torch_test_gpu_lease, writable in
+                             Bazel's sandbox and shared by all tests on the host)
+  TORCH_TEST_SLOTS_PER_GPU   concurrent 1-GPU tests per GPU (default 1)
+  TORCH_TEST_LEASE_TIMEOUT   seconds to wait for free GPUs (default: until the test's deadline)
+"""
+
+import contextlib
+import fcntl
+import os
+import pathlib
+import time
+
+DEFAULT_DIR = "/dev/shm/torch_test_gpu_lease"
+POLL_SECONDS = 0.2
+
+
+class LeaseError(RuntimeError):
+    pass
+
+
+def _lock(path: pathlib.Path, blocking: bool):
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _release(fds) -> None:
+    for fd in fds:
+        os.close(fd)  # closing the only descriptor drops the flock
+
+
+def _try_take(directory: pathlib.Path, count: int, total_gpus: int, slots_per_gpu: int):
+    """Free slots for `count` GPUs as (gpus, fds), or None without holding anything."""
+    taken_gpus, taken_fds = [], []
+    for gpu in range(total_gpus):
+        want = 1 if count == 1 else slots_per_gpu
+        fds = []
+        for slot in range(slots_per_gpu):
+            fd = _lock(directory / f"gpu{gpu}.slot{slot}", blocking=False)
+            if fd is not None:
+                fds.append(fd)
+                if len(fds) == want:
+                    break
+        if len(fds) == want:
+            taken_gpus.append(gpu)
+            taken_fds.extend(fds)
+            if len(taken_gpus) == count:
+                return taken_gpus, taken_fds
+        else:
+            _release(fds)
+    _release(taken_fds)
+    return None
+
+
+@contextlib.contextmanager
+def lease(count: int, total_gpus: int, *, timeout: float, holder: str = ""):
+    """Hold `count` GPUs for the duration of the block; yields their indices."""
+    if count > total_gpus:
+        raise LeaseError(f"needs {count} GPUs, found {total_gpus}")
+    directory = pathlib.Path(os.environ.get("TORCH_TEST_GPU_LEASE_DIR", DEFAULT_DIR))
+    directory.mkdir(mode=0o777, parents=True, exist_ok=True)
+    slots_per_gpu = int(os.environ.get("TORCH_TEST_SLOTS_PER_GPU", "1"))
+    deadline = time.monotonic() + timeout
+    while True:
+        allocator = _lock(directory / "allocator", blocking=True)
+        try:
+            got = _try_take(directory, count, total_gpus, slots_per_gpu)
+        finally:
+            _release([allocator])
+        if got is not None:
+            break
+        if time.monotonic() > deadline:
+            raise LeaseError(f"no {count} free GPU(s) of {total_gpus} within {timeout:.0f} s")
+        time.sleep(POLL_SECONDS)
+    gpus, fds = got
+    for fd in fds:  # who holds what, for humans and the lease self-test
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {holder}\n".encode(), 0)
+    saved = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "TORCH_TEST_GPU_MEMORY_FRACTION")}
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
+    if slots_per_gpu > 1 and count == 1:
+        os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] = f"{1 / slots_per_gpu:.4f}"
+    try:
+        yield gpus
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        _release(fds)

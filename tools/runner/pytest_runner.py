@@ -1,0 +1,138 @@
+"""Main of every torch_test target: runs one test file under pytest, speaking Bazel's protocol.
+
+    pytest_runner.py TEST_FILE [PYTEST_ARGS...]
+
+Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
+  XML_OUTPUT_FILE              per-test-case JUnit XML, suite named after TEST_TARGET
+  TEST_TOTAL_SHARDS/_INDEX     this shard's tests (tools/runner/sharding.py);
+  TEST_SHARD_STATUS_FILE       touched to say sharding is supported
+  TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
+  TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp)
+  TEST_UNDECLARED_OUTPUTS_DIR  rank logs of multi-process tests (test_utils.distributed)
+  TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
+  TEST_TIMEOUT                 exported as TORCH_TEST_DEADLINE for harness timeouts
+SIGTERM (Bazel's timeout) dumps every thread's stack, then interrupts the tests so the
+multi-process harness kills its ranks before the process exits.
+
+Outcomes: no test selected in the whole target fails; an empty shard of a non-empty target
+passes; pytest's "no tests collected" (exit 5) never becomes a pass; hardware the variant needs
+but the host lacks fails with a message (test_utils.pytest_plugin).
+Outside `bazel test` (e.g. `bazel run`), extra arguments go straight to pytest.
+"""
+
+import atexit
+import faulthandler
+import os
+import pathlib
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+import pytest
+
+from test_utils import hardware
+from tools.runner import gpu_lease, sharding
+
+DURATIONS_FILE = pathlib.Path(__file__).resolve().parent.parent / "test_times.json"
+NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
+
+
+def _configure_dirs(env) -> list[str]:
+    args = []
+    tmp = env.get("TEST_TMPDIR")
+    if tmp:
+        env["HOME"] = tmp
+        args.append(f"--basetemp={tmp}/pytest")
+        # TEST_TMPDIR is too long for AF_UNIX socket paths (108 bytes), which multiprocessing
+        # and gloo create under TMPDIR; a short private directory is removed on exit.
+        short = tempfile.mkdtemp(prefix="torch_test-", dir="/tmp")
+        atexit.register(shutil.rmtree, short, ignore_errors=True)
+        env["TMPDIR"] = short
+    return args
+
+
+def _protocol_args(env) -> list[str]:
+    args = ["-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider", "-rfEX"]
+    if env.get("XML_OUTPUT_FILE"):
+        args += [
+            f"--junitxml={env['XML_OUTPUT_FILE']}",
+            "-o",
+            f"junit_suite_name={env.get('TEST_TARGET', 'pytest')}",
+            "-o",
+            "junit_family=xunit1",
+        ]
+    if env.get("TESTBRIDGE_TEST_ONLY"):
+        args += ["-k", env["TESTBRIDGE_TEST_ONLY"]]
+    return args + ["--durations=5"]
+
+
+def _install_sigterm_handler() -> None:
+    def on_sigterm(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
+        print("\n*** SIGTERM (Bazel timeout?): stacks of all threads ***", file=sys.stderr)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _exit_code(code: int, selector: sharding.ShardSelector, env) -> int:
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        if selector.selected_before_sharding > 0:
+            return 0  # this shard is empty, others have tests
+        filt = f", filter {env['TESTBRIDGE_TEST_ONLY']!r}" if env.get("TESTBRIDGE_TEST_ONLY") else ""
+        print(NO_TESTS.format(variant=hardware.current_variant(), filter=filt), file=sys.stderr)
+        return 1
+    return int(code)
+
+
+def run(argv: list[str], env=os.environ) -> int:
+    if not argv:
+        print("usage: pytest_runner.py TEST_FILE [PYTEST_ARGS...]", file=sys.stderr)
+        return 2
+    started = time.time()
+    if env.get("TEST_TIMEOUT"):
+        # Harness timeouts must fire before Bazel's: leave 10% (at least 15 s) for teardown.
+        budget = float(env["TEST_TIMEOUT"])
+        env["TORCH_TEST_DEADLINE"] = str(started + budget - max(15.0, budget * 0.1))
+    if env.get("TEST_SHARD_STATUS_FILE"):
+        pathlib.Path(env["TEST_SHARD_STATUS_FILE"]).touch()
+    premature = env.get("TEST_PREMATURE_EXIT_FILE")
+    if premature:
+        pathlib.Path(premature).touch()
+    faulthandler.enable()
+    _install_sigterm_handler()
+
+    args = [argv[0], *_configure_dirs(env), *_protocol_args(env), *argv[1:]]
+    selector = sharding.ShardSelector.from_env(DURATIONS_FILE)
+    variant = hardware.current_variant()
+    need = hardware.gpus_needed(variant)
+    try:
+        if need:
+            missing = hardware.missing_hardware(variant)
+            if missing:
+                print(f"cannot run on this host: {missing}", file=sys.stderr)
+                return 1
+            deadline = float(env.get("TORCH_TEST_DEADLINE", time.time() + 3600))
+            with gpu_lease.lease(
+                need,
+                hardware.visible_gpu_count(),
+                timeout=max(1.0, deadline - time.time()),
+                holder=env.get("TEST_TARGET", argv[0]),
+            ):
+                code = pytest.main(args, plugins=[selector])
+        else:
+            code = pytest.main(args, plugins=[selector])
+    except gpu_lease.LeaseError as error:
+        print(f"GPU lease failed: {error}", file=sys.stderr)
+        return 1
+    result = _exit_code(code, selector, env)
+    if premature:
+        pathlib.Path(premature).unlink(missing_ok=True)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))

@@ -1,0 +1,72 @@
+"""Which tests a Bazel shard runs: deterministic, every test in exactly one shard.
+
+With recorded durations (tools/test_times.json, see tools/update_test_times.py) tests are packed
+greedily, longest first, onto the least-loaded shard; tests without a record are dealt
+round-robin after them. Ties break on node id, so a given file always yields the same split.
+"""
+
+import heapq
+import json
+import os
+import pathlib
+
+# Seconds assumed for a test missing from the durations file.
+UNKNOWN_DURATION = 1.0
+
+
+def assign(node_ids: list[str], total_shards: int, durations: dict[str, float]) -> list[list[str]]:
+    """Split node ids into `total_shards` lists (longest-first packing when durations known)."""
+    if total_shards < 1:
+        raise ValueError(f"total_shards must be >= 1, got {total_shards}")
+    shards: list[list[str]] = [[] for _ in range(total_shards)]
+    known = sorted((n for n in node_ids if n in durations), key=lambda n: (-durations[n], n))
+    unknown = sorted(n for n in node_ids if n not in durations)
+    loads = [(0.0, index) for index in range(total_shards)]
+    heapq.heapify(loads)
+    for node_id in known:
+        load, index = heapq.heappop(loads)
+        shards[index].append(node_id)
+        heapq.heappush(loads, (load + durations[node_id], index))
+    # Unknown tests: round-robin starting after the last shard, so they spread evenly.
+    for position, node_id in enumerate(unknown):
+        shards[position % total_shards].append(node_id)
+    return shards
+
+
+def load_durations(path: pathlib.Path | None, target: str) -> dict[str, float]:
+    """Per-test seconds recorded for `target` (a Bazel label), or {} if none."""
+    if path is None or not path.exists():
+        return {}
+    recorded = json.loads(path.read_text())
+    return {k: float(v) for k, v in recorded.get(target, {}).items()}
+
+
+class ShardSelector:
+    """pytest plugin: keeps this shard's tests after variant selection and -k filtering."""
+
+    def __init__(self, index: int, total: int, durations: dict[str, float]):
+        self.index, self.total, self.durations = index, total, durations
+        self.selected_before_sharding = 0
+
+    @classmethod
+    def from_env(cls, durations_file: pathlib.Path | None):
+        total = int(os.environ.get("TEST_TOTAL_SHARDS", "1"))
+        index = int(os.environ.get("TEST_SHARD_INDEX", "0"))
+        if not 0 <= index < total:
+            raise SystemExit(f"TEST_SHARD_INDEX={index} is outside 0..{total - 1}")
+        target = os.environ.get("TEST_TARGET", "")
+        return cls(index, total, load_durations(durations_file, target))
+
+    def pytest_collection_modifyitems(self, config, items):
+        self.selected_before_sharding = len(items)
+        if self.total == 1:
+            return
+        mine = set(assign([i.nodeid for i in items], self.total, self.durations)[self.index])
+        keep = [i for i in items if i.nodeid in mine]
+        drop = [i for i in items if i.nodeid not in mine]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+    # Runs after every other plugin's selection (variant, -k), so shards split what is left.
+    pytest_collection_modifyitems.trylast = True
