@@ -20,6 +20,7 @@ import subprocess
 
 VARIANTS = ("cpu", "gpu", "multi_gpu")
 VARIANT_ENV = "TORCH_TEST_VARIANT"
+DECLARED_VARIANTS_ENV = "TORCH_TEST_DECLARED_VARIANTS"
 _ATTR = "__torch_test_requirements__"
 
 

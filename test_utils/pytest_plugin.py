@@ -3,10 +3,14 @@
 Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest runs).
 - Tests whose hardware markers (test_utils.hardware) belong to another variant are deselected,
   so each test runs in exactly one Bazel target.
+- A test whose variant has no Bazel target for its source fails the run: the variants of a
+  source must partition its tests (TORCH_TEST_DECLARED_VARIANTS, set by the torch_test macro).
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
   declared with markers (Bazel then schedules or skips the whole target) instead.
 """
+
+import os
 
 import pytest
 
@@ -31,9 +35,27 @@ def pytest_collection_modifyitems(config, items):
         req = hardware.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
         item.stash[_REQ_KEY] = req
         (keep if req.variant == variant else drop).append(item)
+    orphans = _tests_without_target(items)
+    if orphans:
+        raise pytest.UsageError(
+            "these tests belong to variants this source declares no target for "
+            f"(declared: {os.environ[hardware.DECLARED_VARIANTS_ENV]}):\n  " + "\n  ".join(orphans)
+        )
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _tests_without_target(items) -> list[str]:
+    declared = os.environ.get(hardware.DECLARED_VARIANTS_ENV)
+    if not declared:
+        return []  # plain pytest outside Bazel
+    variants = set(declared.split(","))
+    return [
+        f"{i.nodeid} ({requirements(i).variant})"
+        for i in items
+        if requirements(i).variant not in variants
+    ]
 
 
 def pytest_collection_finish(session):

@@ -105,6 +105,7 @@ def torch_test(
         needs = spec.needs + (["has_nccl"] if variant in nccl else [])
         variant_env = dict(COMMON_ENV)
         variant_env["TORCH_TEST_VARIANT"] = variant
+        variant_env["TORCH_TEST_DECLARED_VARIANTS"] = ",".join(variants)
         if variant != "cpu":
             variant_env.update(GPU_ENV)
             variant_env["TORCH_TEST_GPU_HARDWARE"] = GPU_FINGERPRINT

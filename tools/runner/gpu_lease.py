@@ -94,7 +94,8 @@ def lease(count: int, total_gpus: int, *, timeout: float, holder: str = ""):
     for fd in fds:  # who holds what, for humans and the lease self-test
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {holder}\n".encode(), 0)
-    saved = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "TORCH_TEST_GPU_MEMORY_FRACTION")}
+    exported = ("CUDA_VISIBLE_DEVICES", "TORCH_TEST_GPU_MEMORY_FRACTION")
+    saved = {k: os.environ.get(k) for k in exported}
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
     if slots_per_gpu > 1 and count == 1:
         os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] = f"{1 / slots_per_gpu:.4f}"

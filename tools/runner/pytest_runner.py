@@ -69,10 +69,13 @@ def _protocol_args(env) -> list[str]:
 
 
 def _install_sigterm_handler() -> None:
+    # pytest captures fd 2 while a test runs; the dump must reach the real test log.
+    log = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+
     def on_sigterm(signum, frame):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
-        print("\n*** SIGTERM (Bazel timeout?): stacks of all threads ***", file=sys.stderr)
-        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        print("\n*** SIGTERM (Bazel timeout?): stacks of all threads ***", file=log)
+        faulthandler.dump_traceback(file=log, all_threads=True)
         raise KeyboardInterrupt("SIGTERM")
 
     signal.signal(signal.SIGTERM, on_sigterm)
@@ -82,8 +85,9 @@ def _exit_code(code: int, selector: sharding.ShardSelector, env) -> int:
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         if selector.selected_before_sharding > 0:
             return 0  # this shard is empty, others have tests
-        filt = f", filter {env['TESTBRIDGE_TEST_ONLY']!r}" if env.get("TESTBRIDGE_TEST_ONLY") else ""
-        print(NO_TESTS.format(variant=hardware.current_variant(), filter=filt), file=sys.stderr)
+        test_filter = env.get("TESTBRIDGE_TEST_ONLY")
+        shown = f", filter {test_filter!r}" if test_filter else ""
+        print(NO_TESTS.format(variant=hardware.current_variant(), filter=shown), file=sys.stderr)
         return 1
     return int(code)
 

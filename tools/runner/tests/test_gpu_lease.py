@@ -1,0 +1,105 @@
+"""Self-tests of the GPU lease (tools/runner/gpu_lease.py) with simulated GPUs.
+
+Holders run in separate processes, as Bazel's parallel tests do, and log when they held which
+GPUs; the log must show no GPU held by two holders at once.
+"""
+
+import multiprocessing
+import os
+import signal
+import time
+
+import pytest
+
+from tools.runner import gpu_lease
+
+TOTAL_GPUS = 2
+
+
+def _hold(lease_dir, count, seconds, log_path):
+    os.environ["TORCH_TEST_GPU_LEASE_DIR"] = lease_dir
+    with gpu_lease.lease(count, TOTAL_GPUS, timeout=60, holder=f"holder-{os.getpid()}") as gpus:
+        start = time.monotonic()
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, gpus))
+        time.sleep(seconds)
+        end = time.monotonic()
+    with open(log_path, "a") as log:
+        log.write(f"{os.getpid()} {','.join(map(str, gpus))} {start} {end}\n")
+
+
+def _intervals(log_path):
+    rows = []
+    for line in open(log_path).read().splitlines():
+        pid, gpus, start, end = line.split()
+        rows.append((pid, [int(g) for g in gpus.split(",")], float(start), float(end)))
+    return rows
+
+
+@pytest.fixture
+def lease_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_TEST_GPU_LEASE_DIR", str(tmp_path / "lease"))
+    return str(tmp_path / "lease")
+
+
+def test_concurrent_mixed_requests_never_overlap_and_all_finish(lease_dir, tmp_path):
+    log = str(tmp_path / "holders.log")
+    ctx = multiprocessing.get_context("spawn")
+    counts = [1, 2, 1, 1, 2, 1, 2, 1]  # mixed 1- and 2-GPU requests: no deadlock allowed
+    procs = [ctx.Process(target=_hold, args=(lease_dir, c, 0.3, log)) for c in counts]
+    started = time.monotonic()
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=90)
+    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+    assert time.monotonic() - started < 90
+
+    rows = _intervals(log)
+    assert sorted(len(g) for _, g, _, _ in rows) == sorted(counts)
+    for gpu in range(TOTAL_GPUS):
+        spans = sorted((s, e) for _, gpus, s, e in rows if gpu in gpus)
+        for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False):
+            assert end <= next_start, f"GPU {gpu} held twice at once: {spans}"
+
+
+def test_killed_holder_frees_its_gpus(lease_dir, tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    holder = ctx.Process(target=_hold, args=(lease_dir, 2, 600, str(tmp_path / "log")))
+    holder.start()
+    deadline = time.monotonic() + 60
+    with pytest.raises(gpu_lease.LeaseError):  # wait until the holder has both GPUs
+        while time.monotonic() < deadline:
+            with gpu_lease.lease(1, TOTAL_GPUS, timeout=0):
+                time.sleep(0.1)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join()
+    started = time.monotonic()
+    with gpu_lease.lease(2, TOTAL_GPUS, timeout=10) as gpus:
+        assert gpus == [0, 1]
+    assert time.monotonic() - started < 2
+
+
+def test_request_larger_than_host_fails_with_counts(lease_dir):
+    with pytest.raises(gpu_lease.LeaseError, match="needs 2 GPUs, found 1"):
+        with gpu_lease.lease(2, 1, timeout=1):
+            pass
+
+
+def test_waiting_for_busy_gpus_times_out(lease_dir):
+    with gpu_lease.lease(2, TOTAL_GPUS, timeout=1):
+        started = time.monotonic()
+        with pytest.raises(gpu_lease.LeaseError, match="no 1 free GPU"):
+            with gpu_lease.lease(1, TOTAL_GPUS, timeout=0.5):
+                pass
+        assert time.monotonic() - started < 5
+
+
+def test_slots_share_a_gpu_and_cap_memory(lease_dir, monkeypatch):
+    monkeypatch.setenv("TORCH_TEST_SLOTS_PER_GPU", "2")
+    with gpu_lease.lease(1, 1, timeout=1) as first:
+        with gpu_lease.lease(1, 1, timeout=1) as second:
+            assert first == second == [0]
+            assert os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] == "0.5000"
+        with pytest.raises(gpu_lease.LeaseError):  # a whole GPU is not free while a slot is held
+            with gpu_lease.lease(2, 2, timeout=0.3):
+                pass

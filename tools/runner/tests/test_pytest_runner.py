@@ -1,0 +1,191 @@
+"""Self-tests of the Bazel test protocol in tools/runner/pytest_runner.py.
+
+Each test runs the real runner in a subprocess on a small generated test file, with the
+environment Bazel would give it.
+"""
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+RUNNER = pathlib.Path(__file__).resolve().parents[1] / "pytest_runner.py"
+
+SEVEN_TESTS = "\n".join(f"def test_{n}():\n    pass\n" for n in "abcdefg")
+
+
+def write_tests(tmp_path, body: str) -> pathlib.Path:
+    path = tmp_path / "test_fixture.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def bazel_env(tmp_path, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEST_", "TESTBRIDGE_", "XML_"))}
+    for key in ("TORCH_TEST_VARIANT", "TORCH_TEST_DECLARED_VARIANTS", "TORCH_TEST_DEADLINE"):
+        env.pop(key, None)
+    (tmp_path / "bazel_tmp").mkdir(exist_ok=True)
+    env.update(
+        TEST_TMPDIR=str(tmp_path / "bazel_tmp"),
+        XML_OUTPUT_FILE=str(tmp_path / "test.xml"),
+        TEST_TARGET="//fake:target",
+        PYTHONPATH=os.pathsep.join(sys.path),
+    )
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_runner(test_file, env, timeout=120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(RUNNER), str(test_file)],
+        env=env,
+        cwd=test_file.parent,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def xml_cases(path) -> list[str]:
+    return [case.get("name") for case in ET.parse(path).getroot().iter("testcase")]
+
+
+def test_shards_partition_the_tests(tmp_path):
+    test_file = write_tests(tmp_path, SEVEN_TESTS)
+    seen = []
+    for index in range(3):
+        status = tmp_path / f"status{index}"
+        env = bazel_env(
+            tmp_path, TEST_TOTAL_SHARDS=3, TEST_SHARD_INDEX=index, TEST_SHARD_STATUS_FILE=status
+        )
+        result = run_runner(test_file, env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert status.exists(), "runner must touch TEST_SHARD_STATUS_FILE"
+        cases = xml_cases(tmp_path / "test.xml")
+        assert cases, f"shard {index} ran nothing"
+        seen.extend(cases)
+    assert sorted(seen) == [f"test_{n}" for n in "abcdefg"]  # union = all, no test twice
+
+
+def test_xml_lists_each_case_under_the_target_name(tmp_path):
+    test_file = write_tests(tmp_path, "def test_ok():\n    pass\n\ndef test_bad():\n    assert 0\n")
+    result = run_runner(test_file, bazel_env(tmp_path))
+    assert result.returncode == 1
+    suite = ET.parse(tmp_path / "test.xml").getroot().find("testsuite")
+    assert suite.get("name") == "//fake:target"
+    failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["test_bad"]
+    assert sorted(xml_cases(tmp_path / "test.xml")) == ["test_bad", "test_ok"]
+
+
+def test_empty_shard_of_non_empty_target_passes(tmp_path):
+    test_file = write_tests(tmp_path, "def test_only():\n    pass\n")
+    codes = []
+    for index in range(3):
+        env = bazel_env(tmp_path, TEST_TOTAL_SHARDS=3, TEST_SHARD_INDEX=index)
+        codes.append(run_runner(test_file, env).returncode)
+    assert codes == [0, 0, 0]
+
+
+def test_filter_selects_and_empty_filter_fails(tmp_path):
+    test_file = write_tests(tmp_path, SEVEN_TESTS)
+    result = run_runner(test_file, bazel_env(tmp_path, TESTBRIDGE_TEST_ONLY="test_c or test_e"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(xml_cases(tmp_path / "test.xml")) == ["test_c", "test_e"]
+
+    result = run_runner(test_file, bazel_env(tmp_path, TESTBRIDGE_TEST_ONLY="no_such_test"))
+    assert result.returncode == 1
+    assert "no tests selected in this target" in result.stderr
+    assert "no_such_test" in result.stderr
+
+
+def test_file_without_tests_fails(tmp_path):
+    test_file = write_tests(tmp_path, "X = 1\n")
+    result = run_runner(test_file, bazel_env(tmp_path))
+    assert result.returncode == 1
+    assert "no tests selected in this target" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "import pytest\n\n@pytest.mark.skip(reason='no gpu')\ndef test_a():\n    pass\n",
+        "import unittest\n\nclass T(unittest.TestCase):\n"
+        "    def test_a(self):\n        self.skipTest('no gpu')\n"
+        "    def test_b(self):\n        pass\n",
+    ],
+    ids=["all_skipped", "one_of_two_skipped"],
+)
+def test_skipped_tests_fail_the_target(tmp_path, body):
+    result = run_runner(write_tests(tmp_path, body), bazel_env(tmp_path))
+    assert result.returncode == 1
+    assert "skipped tests fail this target" in result.stdout
+    assert "no gpu" in result.stdout
+
+
+def test_expected_failure_is_not_a_skip(tmp_path):
+    body = "import unittest\n\nclass T(unittest.TestCase):\n"
+    body += "    @unittest.expectedFailure\n    def test_a(self):\n        assert 0\n"
+    result = run_runner(write_tests(tmp_path, body), bazel_env(tmp_path))
+    assert result.returncode == 0, result.stdout
+
+
+def test_missing_gpus_fail_loudly(tmp_path):
+    body = "from test_utils.hardware import requires_gpus\n\n@requires_gpus(2)\n"
+    body += "def test_two_gpus():\n    pass\n"
+    env = bazel_env(tmp_path, TORCH_TEST_VARIANT="multi_gpu", CUDA_VISIBLE_DEVICES="")
+    result = run_runner(write_tests(tmp_path, body), env)
+    assert result.returncode != 0
+    assert "needs 2 GPUs, found 0" in result.stderr
+
+
+def test_test_in_undeclared_variant_fails(tmp_path):
+    body = "from test_utils.hardware import requires_gpus\n\ndef test_cpu():\n    pass\n\n"
+    body += "@requires_gpus(1)\ndef test_one_gpu():\n    pass\n"
+    env = bazel_env(tmp_path, TORCH_TEST_VARIANT="cpu", TORCH_TEST_DECLARED_VARIANTS="cpu")
+    result = run_runner(write_tests(tmp_path, body), env)
+    assert result.returncode != 0
+    assert "test_one_gpu (gpu)" in result.stdout + result.stderr
+
+
+def test_premature_exit_file_is_removed_on_clean_exit(tmp_path):
+    marker = tmp_path / "premature"
+    env = bazel_env(tmp_path, TEST_PREMATURE_EXIT_FILE=marker)
+    result = run_runner(write_tests(tmp_path, "def test_ok():\n    pass\n"), env)
+    assert result.returncode == 0
+    assert not marker.exists()
+
+
+def test_sigterm_dumps_stacks_and_exits(tmp_path):
+    ready = tmp_path / "ready"
+    body = f"""
+        import pathlib, time
+
+        def test_sleeps_forever():
+            pathlib.Path({str(ready)!r}).touch()
+            time.sleep(600)
+        """
+    test_file = write_tests(tmp_path, body)
+    proc = subprocess.Popen(
+        [sys.executable, str(RUNNER), str(test_file)],
+        env=bazel_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert time.monotonic() < deadline, "fixture test never started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert "SIGTERM" in stderr
+    assert "test_sleeps_forever" in stderr  # the stack dump shows where the test hung

@@ -1,0 +1,40 @@
+"""Self-tests of shard assignment (tools/runner/sharding.py)."""
+
+import json
+
+from tools.runner import sharding
+
+IDS = [f"t::test_{i:02d}" for i in range(10)]
+
+
+def test_round_robin_without_durations_is_a_partition():
+    shards = sharding.assign(IDS, 3, {})
+    assert sorted(sum(shards, [])) == sorted(IDS)
+    assert [len(s) for s in shards] == [4, 3, 3]
+
+
+def test_longest_first_packing_balances_known_durations():
+    durations = {"a": 60.0, "b": 20.0, "c": 20.0, "d": 10.0, "e": 10.0}
+    shards = sharding.assign(list(durations), 2, durations)
+    loads = sorted(sum(durations[n] for n in shard) for shard in shards)
+    assert loads == [60.0, 60.0]
+    assert ["a"] in shards  # the heavy test gets a shard of its own
+
+
+def test_unknown_tests_are_dealt_after_known_ones():
+    durations = {"slow": 30.0}
+    shards = sharding.assign(["slow", "x", "y", "z"], 2, durations)
+    assert sorted(sum(shards, [])) == ["slow", "x", "y", "z"]
+    assert "slow" in shards[0]
+
+
+def test_assignment_is_deterministic():
+    durations = {n: float(i % 3) for i, n in enumerate(IDS)}
+    assert sharding.assign(IDS, 4, durations) == sharding.assign(list(reversed(IDS)), 4, durations)
+
+
+def test_durations_are_read_per_target(tmp_path):
+    path = tmp_path / "times.json"
+    path.write_text(json.dumps({"//a:t": {"x": 2}, "//b:t": {"y": 3}}))
+    assert sharding.load_durations(path, "//a:t") == {"x": 2.0}
+    assert sharding.load_durations(path, "//c:t") == {}
