@@ -86,7 +86,7 @@ for i in "${!args[@]}"; do
 done
 if ((cmd_index >= 0)); then
   case ${args[$cmd_index]} in
-    # Bazel 4.2.3's commands that accept --override_repository (build's and its heirs').
+    # Commands that read WORKSPACE (every Bazel 4.2.3 command accepts the flag; these need it).
     build | test | run | coverage | query | cquery | aquery | fetch | sync | info | clean | \
       print_action | mobile-install | config)
       args=("${args[@]:0:cmd_index+1}" "${overrides[@]}" "${args[@]:cmd_index+1}")

@@ -25,7 +25,7 @@ package(default_visibility = ["//visibility:public"])
 
 py_runtime(
     name = "runtime",
-    files = ["venv/pyvenv.cfg", "fingerprint.txt"],
+    files = {files},
     interpreter = "venv/bin/python3",
     python_version = "PY3",
     # Debian has no `python`; the default stub shebang would need one.
@@ -64,20 +64,32 @@ def requirement_names(dist: importlib.metadata.Distribution) -> set[str]:
     return names
 
 
-def write_venv(out: pathlib.Path, interpreter: str, system_site_packages: bool) -> None:
-    """A venv around `interpreter`: Python finds pyvenv.cfg next to the symlink it was run as."""
+def write_venv(out: pathlib.Path, interpreter: str) -> list[str]:
+    """Pinned mode: a venv around `interpreter` that cannot see the host's site-packages.
+
+    Python finds pyvenv.cfg one directory above the symlink it was started as. Returns the
+    runtime's files.
+    """
     bin_dir = out / "venv" / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    link = bin_dir / "python3"
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(interpreter)
+    (bin_dir / "python3").symlink_to(interpreter)
     version = ".".join(map(str, sys.version_info[:3]))
     (out / "venv" / "pyvenv.cfg").write_text(
         f"home = {os.path.dirname(interpreter)}\n"
-        f"include-system-site-packages = {'true' if system_site_packages else 'false'}\n"
+        "include-system-site-packages = false\n"
         f"version = {version}\n"
     )
+    return ["venv/pyvenv.cfg", "fingerprint.txt"]
+
+
+def write_host_launcher(out: pathlib.Path, interpreter: str) -> list[str]:
+    """Host mode: run the host interpreter as it is (a venv keeps its own packages)."""
+    bin_dir = out / "venv" / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    launcher = bin_dir / "python3"
+    launcher.write_text(f'#!/bin/sh\nexec {interpreter} "$@"\n')
+    launcher.chmod(0o755)
+    return ["fingerprint.txt"]
 
 
 def opaque_dirs(site: pathlib.Path) -> list[str]:
@@ -206,12 +218,14 @@ def main() -> None:
     args = parser.parse_args()
 
     locked = lock_names(args.lock)
-    write_venv(args.out, args.interpreter, system_site_packages=args.mode == "host")
     if args.mode == "pinned":
+        files = write_venv(args.out, args.interpreter)
         rules = pinned_libraries(args.out, locked)
     else:
+        files = write_host_launcher(args.out, args.interpreter)
         rules = host_libraries(args.out, locked, args.interpreter)
-    (args.out / "BUILD.bazel").write_text(HEADER + "\n" + "\n".join(rules))
+    header = HEADER.replace("{files}", json.dumps(files))
+    (args.out / "BUILD.bazel").write_text(header + "\n" + "\n".join(rules))
     (args.out / "WORKSPACE").write_text(f"# Generated for @pypi ({args.mode} mode).\n")
 
 

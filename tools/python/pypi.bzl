@@ -30,12 +30,14 @@ def _run(ctx, what, argv, env = {}):
         ))
     return result.stdout
 
-def _real_interpreter(ctx, python):
+def _find_interpreter(ctx, python, resolve):
     found = ctx.which(python) if not python.startswith("/") else ctx.path(python)
     if found == None or not found.exists:
         fail("pypi: no Python interpreter {!r} (set PYTHON_BIN or TORCH_TEST_PYTHON)".format(python))
+    if not resolve:
+        return str(found)  # host mode: keep a venv's own path, its packages are the point
 
-    # Resolve shims (pyenv) and symlinks to the real executable the venv will point at.
+    # Pinned mode: resolve shims (pyenv) to the real executable the venv will point at.
     return _run(ctx, "locating the interpreter", [
         found,
         "-c",
@@ -62,7 +64,11 @@ def _install_lock(ctx, python):
 
 def _pypi_repository_impl(ctx):
     host_python = ctx.os.environ.get("TORCH_TEST_PYTHON", "")
-    python = _real_interpreter(ctx, host_python or ctx.os.environ.get("PYTHON_BIN", "python3"))
+    python = _find_interpreter(
+        ctx,
+        host_python or ctx.os.environ.get("PYTHON_BIN", "python3"),
+        resolve = not host_python,
+    )
     if not host_python:
         _install_lock(ctx, python)
     _run(

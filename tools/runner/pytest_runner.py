@@ -108,6 +108,8 @@ def run(argv: list[str], env=os.environ) -> int:
         pathlib.Path(premature).touch()
     faulthandler.enable()
     _install_sigterm_handler()
+    # Only the plugins we name: a host image's pytest plugins must not change what runs.
+    env.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
     args = [argv[0], *_configure_dirs(env), *_protocol_args(env), *argv[1:]]
     selector = sharding.ShardSelector.from_env(DURATIONS_FILE)

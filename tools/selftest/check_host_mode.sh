@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Host-interpreter mode (TORCH_TEST_PYTHON) with a throw-away venv holding torch and pytest:
+#   - tests run on that interpreter's packages; a locked package it lacks (torchrec, tqdm)
+#     makes the targets needing it SKIPPED, never PASSED;
+#   - a second run is (cached); installing one more package changes the environment
+#     fingerprint and re-runs the tests.
+# Uses its own output base, so the pinned-mode server and cache are left alone.
+source "$(dirname "$0")/lib.sh"
+scratch="$(mktemp -d /tmp/torch_test_host_mode.XXXXXX)"
+host_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$@"; }
+trap 'host_bazel shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+
+say "a host image: venv with torch 2.13.0 and pytest (no torchrec, no tqdm)"
+python3 -m venv "$scratch/venv"
+"$scratch/venv/bin/pip" install -q torch==2.13.0 pytest numpy
+export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
+targets=(//tools/selftest:all //dynamo_tests:all)
+
+out="$(host_bazel test "${targets[@]}" 2>&1)" || true
+expect_line "$out" "$(fresh //dynamo_tests:test_recompile_ux)" "torch test ran on the host interpreter"
+expect_line "$out" "$(fresh //tools/selftest:probe_plain)" "probe ran on the host interpreter"
+expect_line "$out" "^//dynamo_tests:test_torchrec +SKIPPED" "torchrec missing: its test is SKIPPED"
+expect_line "$out" "^//tools/selftest:probe_tqdm +SKIPPED" "tqdm missing: its probe is SKIPPED"
+expect_line "$(cat "$scratch"/output_base/external/pypi/fingerprint.txt)" "^torch 2\.13\.0" \
+  "fingerprint records torch"
+
+out="$(host_bazel test "${targets[@]}" 2>&1)" || true
+expect_line "$out" "$(cached //dynamo_tests:test_recompile_ux)" "unchanged image: cached"
+
+say "the image changes: one more package"
+"$scratch/venv/bin/pip" install -q six
+out="$(host_bazel test "${targets[@]}" 2>&1)" || true
+expect_line "$out" "$(fresh //dynamo_tests:test_recompile_ux)" "changed fingerprint: torch test re-ran"
+expect_line "$out" "$(fresh //tools/selftest:probe_plain)" "changed fingerprint: probe re-ran"
+finish

@@ -1,0 +1,36 @@
+# Shared helpers for tools/selftest/*.sh. Source it; it cd's to the workspace root.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+readonly BAZEL="${BAZEL:-tools/bazel}"
+failures=0
+
+say() { printf '\n== %s\n' "$*"; }
+pass() { echo "ok: $*"; }
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# expect_line OUTPUT REGEX WHAT: passes if some line of OUTPUT matches REGEX.
+expect_line() {
+  if grep -Eq -- "$2" <<<"$1"; then
+    pass "$3"
+  else
+    fail "$3 (no line matching /$2/); the output's summary lines:"
+    grep -E '^//|ERROR' <<<"$1" | head -20 >&2 || true
+  fi
+}
+
+# expect_no_line OUTPUT REGEX WHAT
+expect_no_line() {
+  if grep -Eq -- "$2" <<<"$1"; then fail "$3 (unexpected line matching /$2/)"; else pass "$3"; fi
+}
+
+# A test result line of Bazel's summary, e.g. cached_line //a:b -> "//a:b  (cached) PASSED".
+cached() { echo "^$1 +\\(cached\\) PASSED"; }
+fresh() { echo "^$1 +PASSED"; }
+
+finish() {
+  if ((failures)); then
+    echo "$(basename "$0"): ${failures} check(s) failed" >&2
+    exit 1
+  fi
+  echo "$(basename "$0"): all checks passed"
+}
