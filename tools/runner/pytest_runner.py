@@ -24,6 +24,7 @@ import atexit
 import faulthandler
 import os
 import pathlib
+import resource
 import shutil
 import signal
 import sys
@@ -50,6 +51,11 @@ def _configure_dirs(env) -> list[str]:
         short = tempfile.mkdtemp(prefix="torch_test-", dir="/tmp")
         atexit.register(shutil.rmtree, short, ignore_errors=True)
         env["TMPDIR"] = short
+    # Compiled kernels are shared by all tests of this user (not per sandbox): inductor and
+    # triton key their caches by source, torch version and device, and write atomically.
+    shared = f"/tmp/torch_tests_kernel_cache_{os.getuid()}"
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", f"{shared}/inductor")
+    env.setdefault("TRITON_CACHE_DIR", f"{shared}/triton")
     return args
 
 
@@ -90,6 +96,19 @@ def _exit_code(code: int, selector: sharding.ShardSelector, env) -> int:
         print(NO_TESTS.format(variant=hardware.current_variant(), filter=shown), file=sys.stderr)
         return 1
     return int(code)
+
+
+def _report_resources(wall: float) -> None:
+    """One line for bench/ scripts: wall, CPU and peak RSS of this process and its children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    print(
+        f"torch_test resources: wall_s={wall:.1f} cpu_s={cpu:.1f} "
+        f"peak_rss_mib={own.ru_maxrss / 1024:.0f} "
+        f"children_peak_rss_mib={kids.ru_maxrss / 1024:.0f}",
+        file=sys.stderr,
+    )
 
 
 def run(argv: list[str], env=os.environ) -> int:
@@ -135,6 +154,7 @@ def run(argv: list[str], env=os.environ) -> int:
         print(f"GPU lease failed: {error}", file=sys.stderr)
         return 1
     result = _exit_code(code, selector, env)
+    _report_resources(time.time() - started)
     if premature:
         pathlib.Path(premature).unlink(missing_ok=True)
     return result

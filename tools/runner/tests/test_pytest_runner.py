@@ -27,7 +27,8 @@ def write_tests(tmp_path, body: str) -> pathlib.Path:
 
 
 def bazel_env(tmp_path, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEST_", "TESTBRIDGE_", "XML_"))}
+    bazel_vars = ("TEST_", "TESTBRIDGE_", "XML_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(bazel_vars)}
     for key in ("TORCH_TEST_VARIANT", "TORCH_TEST_DECLARED_VARIANTS", "TORCH_TEST_DEADLINE"):
         env.pop(key, None)
     (tmp_path / "bazel_tmp").mkdir(exist_ok=True)

@@ -1,0 +1,201 @@
+"""CPU suite benchmark: Bazel against plain pytest on the same sources and interpreter.
+
+    python3 bench/cpu_suite.py            (from a clone; the first run fetches @pypi)
+
+Measures, in one run, and writes bench/results/cpu_suite.md:
+  cold         `tools/bazel test` of the dynamo and distributed tests, with
+               --nocache_test_results and an empty kernel cache
+  pytest       the same test sources, one pytest process per file, serially, in the same
+               interpreter and packages as Bazel uses (@pypi), variant cpu
+  warm no-op   the same Bazel command again: every test (cached)
+  incremental  one test source edited: how many targets re-execute
+  shards       max shard wall / mean shard wall per sharded target
+  lower bound  sum of test-case times / cores + one interpreter start per shard
+Wall and CPU seconds come from the machine's /proc/stat (the Bazel server is no child of
+ours); peak RSS from the runner's `torch_test resources:` lines and /usr/bin/time for pytest.
+"""
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+BAZEL = str(ROOT / "tools" / "bazel")
+KERNEL_CACHE = pathlib.Path(f"/tmp/torch_tests_kernel_cache_{os.getuid()}")
+CPU_SOURCES = [
+    "dynamo_tests/test_aot_autograd.py",
+    "dynamo_tests/test_recompile_ux.py",
+    "dynamo_tests/test_torchrec.py",
+    "distributed_tests/test_embedding_ops.py",
+    "distributed_tests/test_dynamo_distributed.py",
+]
+# The same sources as CPU_SOURCES, so both sides run the same tests.
+TARGETS = ["//dynamo_tests/...", "//distributed_tests/..."]
+EDITED = ROOT / "dynamo_tests" / "test_recompile_ux.py"
+
+
+def cpu_jiffies() -> tuple[float, float]:
+    """(busy seconds, wall seconds) of the whole machine so far."""
+    fields = [int(x) for x in pathlib.Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields) - idle) / tick, time.monotonic()
+
+
+def measured(cmd, **kwargs):
+    busy0, wall0 = cpu_jiffies()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kwargs)
+    busy1, wall1 = cpu_jiffies()
+    return proc, wall1 - wall0, busy1 - busy0
+
+
+def bazel_test(*flags):
+    proc, wall, cpu = measured([BAZEL, "test", *flags, *TARGETS])
+    executed = re.search(r"Executed (\d+) out of (\d+) test", proc.stdout + proc.stderr)
+    return proc, wall, cpu, (int(executed.group(1)) if executed else -1)
+
+
+def testlogs() -> pathlib.Path:
+    return (ROOT / "bazel-testlogs").resolve()
+
+
+def peak_rss_from_logs() -> dict[str, float]:
+    peaks = {}
+    for log in testlogs().rglob("test.log"):
+        for m in re.finditer(r"peak_rss_mib=(\d+) children_peak_rss_mib=(\d+)", log.read_text()):
+            rel = str(log.parent.relative_to(testlogs()))
+            peaks[rel] = max(peaks.get(rel, 0), int(m.group(1)), int(m.group(2)))
+    return peaks
+
+
+def shard_balance() -> dict[str, float]:
+    walls: dict[str, list[float]] = {}
+    for xml in testlogs().rglob("shard_*/test.xml"):
+        suite = ET.parse(xml).getroot().find("testsuite")
+        walls.setdefault(str(xml.parent.parent.relative_to(testlogs())), []).append(
+            float(suite.get("time", 0))
+        )
+    return {t: max(w) / (sum(w) / len(w)) for t, w in walls.items() if sum(w) > 0}
+
+
+def case_seconds() -> float:
+    total = 0.0
+    for xml in testlogs().rglob("test.xml"):
+        total += sum(float(c.get("time", 0)) for c in ET.parse(xml).getroot().iter("testcase"))
+    return total
+
+
+def pypi_env() -> dict:
+    external = (
+        pathlib.Path(
+            subprocess.check_output([BAZEL, "info", "output_base"], cwd=ROOT, text=True).strip()
+        )
+        / "external"
+        / "pypi"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TEST_")}
+    env.update(
+        PYTHONPATH=f"{ROOT}:{external / 'site'}",
+        HF_HUB_OFFLINE="1",
+        TORCH_TEST_VARIANT="cpu",
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        TORCHINDUCTOR_CACHE_DIR=str(KERNEL_CACHE / "pytest-inductor"),
+    )
+    return env, str(external / "venv" / "bin" / "python3")
+
+
+def plain_pytest():
+    env, python = pypi_env()
+    shutil.rmtree(KERNEL_CACHE / "pytest-inductor", ignore_errors=True)
+    rows, wall, cpu, peak = [], 0.0, 0.0, 0
+    for source in CPU_SOURCES:
+        cmd = [
+            "/usr/bin/time",
+            "-f",
+            "maxrss_kib=%M",
+            python,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "test_utils.pytest_plugin",
+            source,
+        ]
+        proc, w, c = measured(cmd, env=env)
+        rss = int(re.search(r"maxrss_kib=(\d+)", proc.stderr).group(1)) // 1024
+        summary = (proc.stdout.strip().splitlines() or ["?"])[-1]
+        rows.append((source, w, rss, summary))
+        wall, cpu, peak = wall + w, cpu + c, max(peak, rss)
+    return rows, wall, cpu, peak
+
+
+def interpreter_start_seconds() -> float:
+    env, python = pypi_env()
+    start = time.monotonic()
+    subprocess.run([python, "-c", "import torch, pytest"], env=env, check=True)
+    return time.monotonic() - start
+
+
+def main() -> int:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    cores = os.cpu_count() or 1
+    subprocess.run([BAZEL, "build", *TARGETS], cwd=ROOT, check=True, capture_output=True)
+
+    shutil.rmtree(KERNEL_CACHE, ignore_errors=True)
+    cold, cold_wall, cold_cpu, cold_n = bazel_test("--nocache_test_results")
+    if cold.returncode != 0:
+        print(cold.stdout[-3000:], cold.stderr[-3000:], file=sys.stderr)
+        return 1
+    peaks = peak_rss_from_logs()
+    balance = shard_balance()
+    shards = sum(1 for _ in testlogs().rglob("test.xml"))
+    bound = case_seconds() / cores + shards * interpreter_start_seconds() / cores
+
+    _, warm_wall, _, warm_n = bazel_test()
+    original = EDITED.read_text()
+    try:
+        EDITED.write_text(original + "\n# edited by bench/cpu_suite.py\n")
+        _, incr_wall, _, incr_n = bazel_test()
+    finally:
+        EDITED.write_text(original)
+
+    rows, py_wall, py_cpu, py_peak = plain_pytest()
+
+    lines = [
+        "# CPU suite: Bazel vs plain pytest",
+        "",
+        f"host: {cores} cores; Bazel runs the cpu targets of {' '.join(TARGETS)}",
+        "",
+        "| run | wall s | cpu s | tests executed | note |",
+        "| --- | ---: | ---: | ---: | --- |",
+        f"| bazel cold | {cold_wall:.1f} | {cold_cpu:.1f} | {cold_n} | --nocache_test_results |",
+        f"| plain pytest, serial | {py_wall:.1f} | {py_cpu:.1f} | {len(rows)} files | |",
+        f"| bazel warm no-op | {warm_wall:.2f} | | {warm_n} | all (cached) |",
+        f"| bazel after one edit | {incr_wall:.1f} | | {incr_n} | {EDITED.name} edited |",
+        "",
+        f"- cold / plain pytest: {cold_wall / py_wall:.2f}",
+        f"- lower bound (case seconds / cores + interpreter starts): {bound:.1f} s;"
+        f" cold / lower bound: {cold_wall / bound:.2f}",
+        f"- peak RSS: pytest {py_peak} MiB (largest file); Bazel per test process: "
+        + ", ".join(f"{k} {v} MiB" for k, v in sorted(peaks.items())),
+        "- shard balance (max/mean): "
+        + (", ".join(f"{k} {v:.2f}" for k, v in sorted(balance.items())) or "no sharded target"),
+        "",
+        "| pytest file | wall s | peak RSS MiB | result |",
+        "| --- | ---: | ---: | --- |",
+        *[f"| {s} | {w:.1f} | {r} | {summary} |" for s, w, r, summary in rows],
+    ]
+    report = "\n".join(lines) + "\n"
+    (RESULTS / "cpu_suite.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
