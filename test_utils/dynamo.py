@@ -6,6 +6,7 @@ without `expecttest`.
 
 import contextlib
 import logging
+import re
 import unittest
 
 import torch
@@ -51,6 +52,9 @@ class LogRecords(list):
     def text(self) -> str:
         return "\n".join(self.messages())
 
+    def warnings(self) -> list[str]:
+        return [r.getMessage() for r in self if r.levelno >= logging.WARNING]
+
 
 @contextlib.contextmanager
 def capture_logs(logger_name: str = "torch._dynamo", **artifacts):
@@ -88,11 +92,25 @@ class GuardFailures(list):
         self.append(failure.reason)
 
 
+# A guard-failure reason starts with the failed compile's id, "<frame>/<compile>: ".
+_REASON = re.compile(r"^\d+/\d+: ")
+
+
 def recompile_reasons(records: LogRecords) -> list[str]:
-    """The reason lines of 'Recompiling function ...' messages in captured recompile logs."""
+    """Reason lines ('0/1: len(x) == 2  # ...') of the recompile messages in captured logs.
+
+    Headers, user stack traces and verbose 'guard N failures:' lines are left out.
+    """
     reasons = []
     for message in records.messages():
         if "triggered by the following guard failure" in message:
-            lines = message.splitlines()[1:]
-            reasons.extend(line.strip("- ").strip() for line in lines if line.strip())
+            lines = (line.strip().lstrip("- ").strip() for line in message.splitlines()[1:])
+            reasons.extend(line for line in lines if _REASON.match(line))
     return reasons
+
+
+def guard_text(reason: str) -> str:
+    """The guard alone: '0/1: len(x) == 2   # source comment' -> 'len(x) == 2'."""
+    first_line = reason.splitlines()[0]
+    guard = _REASON.sub("", first_line, count=1)
+    return guard.split("#")[0].strip()

@@ -1,0 +1,76 @@
+"""Self-tests of test_utils.hardware markers and test_utils.versions expectations."""
+
+import unittest
+
+import pytest
+import torch
+
+from test_utils import hardware, versions
+from test_utils.dynamo import guard_text
+
+
+class Base(unittest.TestCase):
+    __test__ = False  # fixtures of the tests below, not tests of this file
+
+    def test_inherited(self):
+        pass
+
+
+@hardware.requires_nccl
+class NcclClass(Base):
+    @hardware.requires_gpus(2)
+    def test_two(self):
+        pass
+
+    def test_one(self):
+        pass
+
+
+def test_markers_place_each_test_in_one_variant():
+    assert hardware.requirements_of(Base.test_inherited, Base).variant == "cpu"
+    assert hardware.requirements_of(NcclClass.test_one, NcclClass).variant == "gpu"
+    assert hardware.requirements_of(NcclClass.test_inherited, NcclClass).variant == "gpu"
+    two = hardware.requirements_of(NcclClass.test_two, NcclClass)
+    assert (two.variant, two.gpus, two.nccl) == ("multi_gpu", 2, True)
+
+
+def test_class_marker_does_not_leak_into_the_base_class():
+    assert hardware.requirements_of(Base.test_inherited, Base) == hardware.Requirements()
+
+
+def test_triton_implies_one_gpu():
+    @hardware.requires_triton
+    def test_kernel():
+        pass
+
+    assert hardware.requirements_of(test_kernel).min_gpus == 1
+
+
+def test_unknown_variant_is_refused(monkeypatch):
+    monkeypatch.setenv(hardware.VARIANT_ENV, "tpu")
+    with pytest.raises(ValueError, match="unknown variant 'tpu'"):
+        hardware.current_variant()
+
+
+def test_missing_hardware_message(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert hardware.missing_hardware("cpu") is None
+    assert hardware.missing_hardware("multi_gpu") == "variant 'multi_gpu' needs 2 GPUs, found 0"
+
+
+def test_version_expectation_picks_newest_release_not_newer_than_torch(monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "2.12.1+cpu")
+    assert versions.by_torch_version({"2.11": "old", "2.12": "mid", "2.13": "new"}) == "mid"
+    monkeypatch.setattr(torch, "__version__", "2.13.0")
+    assert versions.by_torch_version({"2.11": "old", "2.12": "mid"}) == "mid"
+
+
+def test_version_older_than_every_expectation_is_an_error(monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "2.10.0")
+    with pytest.raises(AssertionError, match="no expectation for torch 2.10.0"):
+        versions.by_torch_version({"2.11": "x"})
+
+
+def test_guard_text_strips_compile_id_and_source_comment():
+    assert guard_text("0/1: len(x) == 2   # x[0] (test.py:3 in f)") == "len(x) == 2"
+    assert guard_text("12/3: x is y") == "x is y"
