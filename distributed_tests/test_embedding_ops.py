@@ -156,8 +156,12 @@ class _EmbeddingOpsChecks:
 class TestEmbeddingOpsCPU(_EmbeddingOpsChecks, DTensorTestCase):
     """gloo, 4 ranks."""
 
+    device_type = "cpu"
+
 
 @requires_gpus(2)
 @requires_nccl
 class TestEmbeddingOpsCUDA(_EmbeddingOpsChecks, DTensorTestCase):
     """NCCL, min(4, GPUs) ranks."""
+
+    device_type = "cuda"

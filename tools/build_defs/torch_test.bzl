@@ -52,6 +52,10 @@ COMMON_ENV = {
 
 RUNNER = "//tools/runner:pytest_runner.py"
 
+# GPU variants may first wait for the GPU lease (tools/runner/gpu_lease.py) while other GPU
+# tests run; that wait counts against Bazel's timeout, so their default timeout is longer.
+_GPU_TIMEOUT = "long"
+
 def _fail(name, message):
     fail("torch_test(name = \"{}\"): {}".format(name, message))
 
@@ -88,6 +92,7 @@ def torch_test(
         nccl = [],
         shard_count = None,
         size = "medium",
+        timeout = None,
         deps = [],
         data = [],
         env = {},
@@ -122,6 +127,7 @@ def torch_test(
             python_version = "PY3",
             shard_count = _shards(shard_count, variant),
             size = size,
+            timeout = timeout or (_GPU_TIMEOUT if variant != "cpu" else None),
             tags = spec.tags + (["nccl"] if variant in nccl else []) + tags,
             target_compatible_with = [_PLATFORMS + n for n in needs],
             **kwargs

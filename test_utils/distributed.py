@@ -1,0 +1,932 @@
+"""Multi-process harness: run a function or test method on N ranks, surface every rank's failure.
+
+    run_ranks(fn, 2, backend="gloo")      -> [fn() on rank 0, fn() on rank 1]
+    class T(MultiProcessTestCase): @per_rank def test_x(self): ...   # runs in every rank
+
+How a run works, and why:
+- Ranks fork from a multiprocessing forkserver that imported torch once (FORKSERVER_PRELOAD).
+  The server is exec'd, never forked from the test process, so it stays CUDA-free even after
+  the test process used CUDA, and ranks skip the ~1-3 s torch import. TORCH_TEST_START_METHOD=
+  spawn switches to fresh interpreters (slower; for comparison and debugging).
+- Rendezvous goes through a FileStore in a fresh file; nothing here binds a port.
+- Each rank leads its own process group, so one killpg also reaches its grandchildren (inductor
+  compile workers). If the test process dies without cleaning up (SIGKILL), a watchdog thread
+  in each rank kills that group, and PR_SET_PDEATHSIG kills the rank when the forkserver exits.
+- Rank output goes to per-rank log files; SIGUSR1 makes a rank dump all its Python stacks.
+- The parent watches reports and exits. After the first failure the other ranks get GRACE_S to
+  report (they are often stuck in a collective with the dead rank); ranks still running then,
+  or at the timeout, have their stacks dumped and are killed. Every rank is killed and reaped in
+  a `finally`, so KeyboardInterrupt (the runner's SIGTERM) leaves no process behind; the
+  forkserver is killed at exit (atexit) and otherwise exits when this process dies.
+
+Environment read: TEST_TIMEOUT and TORCH_TEST_DEADLINE (timeouts), TEST_TMPDIR (rendezvous
+files), TEST_UNDECLARED_OUTPUTS_DIR (rank logs), TORCH_TEST_START_METHOD. Ranks get a copy of
+this process's os.environ at each run_ranks call, plus RANK, WORLD_SIZE, LOCAL_RANK,
+LOCAL_WORLD_SIZE and GLOO_SOCKET_IFNAME=lo (unless set). Environment variables that torch reads
+at import time (e.g. TORCH_LOGS) only take effect in ranks if set before the first run.
+"""
+
+import atexit
+import contextlib
+import ctypes
+import dataclasses
+import faulthandler
+import functools
+import importlib
+import importlib.util
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import re
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import unittest
+
+import torch
+import torch.distributed as dist
+
+from test_utils import hardware
+from test_utils.numerics import seed_all
+
+MAX_TIMEOUT_S = 300.0
+# Left between the harness timeout and Bazel's: stack dumps, kills, pytest's report and XML.
+DEADLINE_MARGIN_S = 20.0
+MIN_TIMEOUT_S = 1.0
+GRACE_S = 3.0
+STACK_DUMP_WAIT_S = 2.0
+REAP_WAIT_S = 10.0
+LOG_TAIL_LINES = 40
+
+START_METHOD_ENV = "TORCH_TEST_START_METHOD"
+START_METHODS = ("forkserver", "spawn")
+# Imported once in the forkserver; every rank inherits them (~1 s of imports per rank saved).
+FORKSERVER_PRELOAD = (
+    "torch",
+    "torch.distributed",
+    "torch.distributed.tensor",
+    "torch._dynamo",
+    __name__,
+)
+
+
+class RankFailure(AssertionError):
+    """One or more ranks failed; the message has each one's traceback, stack dump and output."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Timeouts
+
+
+def default_timeout() -> float:
+    """Seconds a run may take: MAX_TIMEOUT_S, less if Bazel's deadline is closer.
+
+    Bazel kills the test at TEST_TIMEOUT seconds after it started; the runner may also export
+    TORCH_TEST_DEADLINE (epoch seconds). The harness must fail first, with its report.
+    """
+    left = _seconds_left()
+    if left is None:
+        return MAX_TIMEOUT_S
+    return max(MIN_TIMEOUT_S, min(MAX_TIMEOUT_S, left - DEADLINE_MARGIN_S))
+
+
+def _seconds_left() -> float | None:
+    candidates = []
+    deadline = _float_env("TORCH_TEST_DEADLINE")
+    if deadline is not None:
+        candidates.append(deadline - time.time())
+    test_timeout = _float_env("TEST_TIMEOUT")
+    if test_timeout is not None:
+        candidates.append(test_timeout - _process_age())
+    return min(candidates, default=None)
+
+
+def _float_env(name: str) -> float | None:
+    value = os.environ.get(name)
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not a number of seconds") from None
+
+
+def _process_age() -> float:
+    """Seconds since this process started (Bazel's clock starts about then)."""
+    try:
+        with open("/proc/self/stat") as f:
+            # Field 22 (starttime, clock ticks after boot); fields 3+ follow the last ')'.
+            start_ticks = int(f.read().rpartition(")")[2].split()[19])
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.monotonic() - _IMPORTED_AT
+
+
+_IMPORTED_AT = time.monotonic()
+
+
+# ---------------------------------------------------------------------------------------------
+# Where files go
+
+
+def _scratch_root() -> str | None:
+    """Parent folder for rendezvous files: Bazel's per-test tmpdir, else the system's."""
+    return os.environ.get("TEST_TMPDIR") or None
+
+
+def _log_root() -> tuple[str, bool]:
+    """Folder for rank logs, and whether logs of passing runs are worth keeping there."""
+    outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+    if outputs:
+        return os.path.join(outputs, "rank_logs"), True
+    tmp = os.environ.get("TEST_TMPDIR")
+    if tmp:
+        return os.path.join(tmp, "tmp", "rank_logs"), True
+    return tempfile.gettempdir(), False
+
+
+def _label(fn) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "ranks"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80]
+
+
+# ---------------------------------------------------------------------------------------------
+# Starting rank processes
+
+_warm_contexts: set[str] = set()
+
+
+def start_method() -> str:
+    method = os.environ.get(START_METHOD_ENV, "forkserver")
+    if method not in START_METHODS:
+        raise ValueError(f"{START_METHOD_ENV}={method!r}; expected one of {START_METHODS}")
+    return method
+
+
+def warm_up() -> None:
+    """Start the forkserver and wait until its imports are done.
+
+    run_ranks calls this before its timeout starts, so the one-time import is not charged to
+    the first test; tests may call it early to take it out of their own timing too.
+    """
+    _context()
+
+
+def _context():
+    method = start_method()
+    ctx = multiprocessing.get_context(method)
+    if method == "spawn" and method not in _warm_contexts:
+        # The helper process multiprocessing starts with the first child: start it now too.
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+        _warm_contexts.add(method)
+    if method == "forkserver" and method not in _warm_contexts:
+        ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+        # NVML answers torch.cuda.is_available() if a preload asks; the CUDA runtime would
+        # initialise the driver in the server, and CUDA does not survive fork.
+        with _env_set("PYTORCH_NVML_BASED_CUDA_CHECK", "1"):
+            probe = ctx.Process(target=_noop, name="forkserver-warm-up")
+            probe.start()
+        probe.join(default_timeout())
+        if probe.exitcode != 0:
+            probe.kill()
+            raise RuntimeError(
+                f"the forkserver could not start a process (exit code {probe.exitcode}); see "
+                "stderr. A script that starts ranks needs an `if __name__ == '__main__':` guard: "
+                "multiprocessing re-runs it in every new process."
+            )
+        probe.close()
+        atexit.register(_stop_forkserver)
+        _warm_contexts.add(method)
+    return ctx
+
+
+def _stop_forkserver() -> None:
+    """At exit, end the forkserver at once. On its own it notices this process is gone (its
+    'alive' pipe closes) but then needs ~1 s to tear down the torch it imported."""
+    from multiprocessing import forkserver
+
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def _noop() -> None:
+    pass
+
+
+@contextlib.contextmanager
+def _env_set(name: str, value: str):
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
+
+
+@dataclasses.dataclass
+class _RankSpec:
+    """Everything a rank needs, sent to it when it starts."""
+
+    rank: int
+    world_size: int
+    backend: str
+    call: bytes  # pickled (fn, args); loaded in the rank after its output is redirected
+    fn_module: str
+    fn_module_file: str | None
+    store_path: str
+    log_path: str
+    stack_path: str
+    env: dict
+    parent_pid: int
+    start_method: str
+    conn: object  # multiprocessing Connection, write end
+
+
+# ---------------------------------------------------------------------------------------------
+# Inside a rank
+
+_stack_file = None  # faulthandler writes here on SIGUSR1; must stay open
+
+
+def _rank_main(spec: _RankSpec) -> None:
+    """Entry point of every rank process. Never returns: exits with os._exit."""
+    _detach_from_parent(spec)
+    _redirect_output(spec.log_path)
+    _arm_stack_dump(spec.stack_path)
+    _adopt_environment(spec)
+    try:
+        fn, args = _load_call(spec)
+        _init_process_group(spec)
+        value = fn(*args)
+    except BaseException as exc:  # every way out is reported
+        _report_exception(spec, exc, "")
+        _exit(1)
+    try:
+        spec.conn.send(("return", value))
+    except Exception as exc:
+        _report_exception(spec, exc, " while sending its return value to the parent")
+        _exit(1)
+    try:
+        # Nobody tears down links a slower rank may still be using.
+        dist.barrier()
+        dist.destroy_process_group()
+    except BaseException as exc:
+        _report_exception(spec, exc, " in shutdown, after returning")
+        _exit(1)
+    _exit(0)
+
+
+def _detach_from_parent(spec: _RankSpec) -> None:
+    # Own process group: the parent's killpg then also reaches this rank's children.
+    os.setpgrp()
+    if spec.start_method == "forkserver":
+        _drop_forkserver_lifeline()
+    _die_with_parent()
+    _die_with_test_process(spec.parent_pid)
+
+
+def _drop_forkserver_lifeline() -> None:
+    """Close the forkserver's 'alive' pipe that children inherit.
+
+    The forkserver exits when every holder of that pipe is gone; ranks holding it would keep
+    it (and so their PDEATHSIG parent) alive after the test process died.
+    """
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        server._forkserver_alive_fd = None
+
+
+def _die_with_parent() -> None:
+    pr_set_pdeathsig = 1
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the parent's killpg is the only cleanup
+
+
+def _die_with_test_process(test_pid: int) -> None:
+    """Kill this rank's whole process group when the test process dies.
+
+    PDEATHSIG only covers the rank itself (and fires when the forkserver, its parent, exits);
+    this also takes down grandchildren such as compile workers, which have no PDEATHSIG.
+    """
+    try:
+        pidfd = os.pidfd_open(test_pid)
+    except ProcessLookupError:
+        os._exit(1)  # the test process died while this rank was starting
+    except (AttributeError, OSError):
+        pidfd = None  # no pidfd (Linux < 5.3): poll instead
+
+    threading.Thread(
+        target=_kill_group_when_test_process_dies,
+        args=(test_pid, pidfd),
+        name="test-process-watchdog",
+        daemon=True,
+    ).start()
+
+
+def _kill_group_when_test_process_dies(test_pid: int, pidfd: int | None) -> None:
+    if pidfd is not None:
+        select.select([pidfd], [], [])
+    else:
+        while _pid_exists(test_pid):
+            time.sleep(1.0)
+    os.killpg(0, signal.SIGKILL)
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _redirect_output(log_path: str) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null_fd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null_fd, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    os.close(null_fd)
+    # Line-buffered, so a SIGKILLed rank's last lines are in its log.
+    sys.stdout = open(1, "w", buffering=1, errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)
+
+
+def _arm_stack_dump(stack_path: str) -> None:
+    global _stack_file
+    faulthandler.enable(file=sys.stderr, all_threads=True)  # crashes leave a stack in the log
+    _stack_file = open(stack_path, "w")
+    faulthandler.register(signal.SIGUSR1, file=_stack_file, all_threads=True, chain=False)
+
+
+def _adopt_environment(spec: _RankSpec) -> None:
+    # The forkserver's environment is from when it started; the test's may have changed since.
+    os.environ.clear()
+    os.environ.update(spec.env)
+    os.environ.update(
+        RANK=str(spec.rank),
+        WORLD_SIZE=str(spec.world_size),
+        LOCAL_RANK=str(spec.rank),
+        LOCAL_WORLD_SIZE=str(spec.world_size),
+    )
+    # All ranks share this host; loopback also works in network-less sandboxes, where the
+    # hostname may resolve to an address that does not exist.
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+
+
+def _load_call(spec: _RankSpec):
+    _import_module(spec.fn_module, spec.fn_module_file)
+    return pickle.loads(spec.call)
+
+
+def _import_module(name: str, file: str | None):
+    """Import a test module by name, or from its file if it is not on sys.path (importlib mode)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError:
+        if not file:
+            raise
+    module_spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def _init_process_group(spec: _RankSpec) -> None:
+    kwargs = {}
+    if "nccl" in spec.backend:
+        device = torch.device("cuda", spec.rank)
+        torch.cuda.set_device(device)
+        kwargs["device_id"] = device
+    store = dist.FileStore(spec.store_path, spec.world_size)
+    dist.init_process_group(
+        spec.backend, store=store, rank=spec.rank, world_size=spec.world_size, **kwargs
+    )
+
+
+def _report_exception(spec: _RankSpec, exc: BaseException, where: str) -> None:
+    reason = _skip_reason(exc)
+    if reason is not None:
+        print(f"rank {spec.rank} skipped: {reason}", file=sys.stderr)
+        message = ("skip", reason)
+    else:
+        text = getattr(exc, "rank_report", None) or traceback.format_exc()
+        sys.stdout.flush()
+        output_end = os.fstat(2).st_size  # the parent shows output up to here, then `text`
+        print(text, file=sys.stderr)
+        headline = getattr(exc, "rank_headline", None) or f"raised {_one_line(exc)}"
+        message = ("raise", (headline + where, text, output_end))
+    with contextlib.suppress(Exception):
+        spec.conn.send(message)
+
+
+def _skip_reason(exc: BaseException) -> str | None:
+    if isinstance(exc, unittest.SkipTest):
+        return str(exc)
+    outcomes = sys.modules.get("_pytest.outcomes")
+    if outcomes is not None and isinstance(exc, outcomes.Skipped):
+        return exc.msg
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+def _exit(code: int) -> None:
+    # os._exit: no atexit hooks or thread joins that could hang a finished rank.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+# ---------------------------------------------------------------------------------------------
+# In the parent: one rank's state
+
+
+class _Rank:
+    def __init__(self, index: int, process, conn, log_path: str, stack_path: str):
+        self.index = index
+        self.process = process
+        self.conn = conn
+        self.log_path = log_path
+        self.stack_path = stack_path
+        self.returned = False
+        self.value = None
+        self.error: tuple[str, str, int | None] | None = None  # headline, traceback, log end
+        self.skip_reason: str | None = None
+        self.exitcode: int | None = None
+        self.stopped_because: str | None = None  # set when the harness stops it
+        self.stack = ""
+        self.failed_at: float | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.exitcode is None
+
+    @property
+    def ended_early(self) -> bool:
+        """Reported a skip or failure, or died: the other ranks may now wait forever."""
+        return self.skip_reason is not None or self.problem() is not None
+
+    def read_report(self) -> None:
+        try:
+            kind, body = self.conn.recv()
+        except (EOFError, OSError):
+            self._close_conn()
+            return
+        except Exception as exc:  # e.g. a returned object whose class the parent lacks
+            self._set_error((f"returned a value the parent cannot unpickle: {exc!r}", "", None))
+            return
+        if kind == "return":
+            self.returned, self.value = True, body
+        elif kind == "skip":
+            self.skip_reason = body
+        else:
+            self._set_error(body)
+
+    def note_exit(self) -> None:
+        self.exitcode = self.process.exitcode
+        while self.conn is not None and self.conn.poll():
+            self.read_report()
+        self._close_conn()
+        if self.problem() is not None and self.failed_at is None:
+            self.failed_at = time.monotonic()
+
+    def _set_error(self, error) -> None:
+        if self.error is None:
+            self.error = error
+            self.failed_at = time.monotonic()
+
+    def _close_conn(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def problem(self) -> str | None:
+        """What went wrong with this rank, in a few words, or None."""
+        if self.error is not None:
+            return self.error[0]
+        if self.stopped_because is not None:
+            return self.stopped_because
+        if self.exitcode is None or self.skip_reason is not None:
+            return None
+        after = ", after returning" if self.returned else ""
+        if self.exitcode < 0:
+            return f"killed by {_signal_name(-self.exitcode)}{after}"
+        if self.exitcode > 0:
+            return f"exited with code {self.exitcode}{after}"
+        return None if self.returned else "exited with code 0 without returning"
+
+    def request_stack_dump(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGUSR1)
+
+    def kill(self) -> None:
+        if self.process.pid is None:  # never started
+            return
+        # The group first: after the rank itself is gone, its children may still be in it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        if self.exitcode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGKILL)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+# ---------------------------------------------------------------------------------------------
+# In the parent: the run
+
+
+def run_ranks(fn, world_size: int, *, backend: str, args: tuple = (), timeout: float | None = None):
+    """Run fn(*args) on `world_size` ranks with torch.distributed initialised; their returns.
+
+    fn must be picklable by reference (a module-level function); args and return values must
+    pickle. For NCCL each rank first calls torch.cuda.set_device(rank). Raises RankFailure if
+    any rank raises, dies or is still running after `timeout` seconds (default_timeout()), and
+    unittest.SkipTest if a rank skips.
+    """
+    return _run(fn, world_size, backend, tuple(args), timeout, _label(fn))
+
+
+def _run(fn, world_size: int, backend: str, args: tuple, timeout: float | None, label: str):
+    if world_size < 1:
+        raise ValueError(f"world_size must be >= 1, got {world_size}")
+    try:
+        call = pickle.dumps((fn, args))
+    except Exception as exc:
+        raise TypeError(
+            f"run_ranks needs a module-level function and picklable args: {exc}"
+        ) from exc
+    timeout = default_timeout() if timeout is None else float(timeout)
+    ctx = _context()  # before the clock starts: the first call imports torch in the server
+
+    log_root, keep_logs = _log_root()
+    os.makedirs(log_root, exist_ok=True)
+    log_dir = tempfile.mkdtemp(prefix=f"{label}-", dir=log_root)
+    store_dir = tempfile.mkdtemp(prefix="rendezvous-", dir=_scratch_root())
+    base = dict(
+        world_size=world_size,
+        backend=backend,
+        call=call,
+        fn_module=fn.__module__,
+        fn_module_file=_module_file(fn.__module__),
+        store_path=os.path.join(store_dir, "store"),
+        env=dict(os.environ),
+        parent_pid=os.getpid(),
+        start_method=start_method(),
+    )
+    ranks: list[_Rank] = []
+    first = None
+    try:
+        deadline = time.monotonic() + timeout
+        for index in range(world_size):
+            _start_rank(ctx, index, log_dir, base, ranks)
+        first = _watch(ranks, deadline)
+        _stop_running_ranks(ranks, first, timeout)
+    finally:
+        for rank in ranks:
+            rank.kill()
+        _reap(ranks)
+        shutil.rmtree(store_dir, ignore_errors=True)
+
+    values = _outcome(ranks, first, label, log_dir)
+    if not keep_logs:
+        shutil.rmtree(log_dir, ignore_errors=True)
+    return values
+
+
+def _module_file(name: str) -> str | None:
+    return getattr(sys.modules.get(name), "__file__", None)
+
+
+def _start_rank(ctx, index: int, log_dir: str, base: dict, ranks: list[_Rank]) -> None:
+    reader, writer = ctx.Pipe(duplex=False)
+    log_path = os.path.join(log_dir, f"rank{index}.log")
+    stack_path = os.path.join(log_dir, f"rank{index}.stack")
+    spec = _RankSpec(rank=index, log_path=log_path, stack_path=stack_path, conn=writer, **base)
+    # Not daemonic: multiprocessing forbids daemons their own children (DataLoader workers).
+    process = ctx.Process(target=_rank_main, args=(spec,), name=f"rank{index}", daemon=False)
+    # Tracked before it starts: an interrupt right after start() must still kill it.
+    ranks.append(_Rank(index, process, reader, log_path, stack_path))
+    try:
+        process.start()
+    finally:
+        writer.close()  # the rank holds the only write end, so its death reads as EOF
+
+
+def _watch(ranks: list[_Rank], deadline: float) -> _Rank | None:
+    """Collect reports and exits until all ranks ended, the timeout, or the grace after the
+    first rank that ended early. Returns that first rank, if any."""
+    first = None
+    while any(r.running for r in ranks):
+        cutoff = deadline if first is None else min(deadline, first.failed_at + GRACE_S)
+        left = cutoff - time.monotonic()
+        if left <= 0:
+            break
+        waitables = [r.conn for r in ranks if r.conn is not None]
+        waitables += [r.process.sentinel for r in ranks if r.running]
+        ready = set(multiprocessing.connection.wait(waitables, timeout=left))
+        for rank in ranks:
+            if rank.conn is not None and rank.conn in ready:
+                rank.read_report()
+            if rank.running and rank.process.sentinel in ready:
+                rank.note_exit()
+            if rank.ended_early and rank.failed_at is None:
+                rank.failed_at = time.monotonic()  # a skip: starts the grace like a failure
+        if first is None:
+            early = [r for r in ranks if r.ended_early]
+            first = min(early, key=lambda r: r.failed_at) if early else None
+    return first
+
+
+def _stop_running_ranks(ranks: list[_Rank], first: _Rank | None, timeout: float) -> None:
+    """Dump the stacks of ranks still running, and record why the harness stops them."""
+    running = [r for r in ranks if r.running]
+    for rank in running:
+        if first is None:
+            rank.stopped_because = f"timed out after {timeout:.1f} s"
+        else:
+            what = "skipped" if first.skip_reason is not None else "failed"
+            waited = time.monotonic() - first.failed_at
+            rank.stopped_because = f"still running {waited:.1f} s after rank {first.index} {what}"
+        if rank.returned:
+            rank.stopped_because += " (it had returned; stuck in shutdown)"
+        rank.request_stack_dump()
+    for rank in running:
+        rank.stack = _read_stack_dump(rank.stack_path, time.monotonic() + STACK_DUMP_WAIT_S)
+
+
+def _read_stack_dump(path: str, until: float) -> str:
+    """faulthandler's dump, once its size stops changing (it writes from a signal handler)."""
+    last = -1
+    while time.monotonic() < until:
+        size = os.path.getsize(path) if os.path.exists(path) else 0
+        if size and size == last:
+            break
+        last = size
+        time.sleep(0.05)
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _reap(ranks: list[_Rank]) -> None:
+    """Wait for killed ranks to be reaped, then release their pipes and unused files."""
+    until = time.monotonic() + REAP_WAIT_S
+    for rank in ranks:
+        started = rank.process.pid is not None
+        if started:
+            rank.process.join(max(0.0, until - time.monotonic()))
+            if rank.running and rank.process.exitcode is not None:
+                rank.note_exit()
+        if rank.conn is not None:
+            rank.conn.close()
+            rank.conn = None
+        if started and rank.process.exitcode is not None:
+            rank.process.close()
+        with contextlib.suppress(OSError):
+            if os.path.getsize(rank.stack_path) == 0:
+                os.remove(rank.stack_path)  # no dump requested: not worth keeping
+
+
+def _outcome(ranks: list[_Rank], first: _Rank | None, label: str, log_dir: str) -> list:
+    # The rank that ended first decides: if it skipped, the others' errors are most likely
+    # their peer leaving (e.g. "Connection reset by peer" in the closing barrier).
+    if first is not None and first.skip_reason is not None:
+        raise unittest.SkipTest(f"rank {first.index}: {first.skip_reason}")
+    failed = [r for r in ranks if r.problem() is not None]
+    if failed:
+        raise RankFailure(_failure_message(failed, len(ranks), label, log_dir))
+    return [r.value for r in ranks]
+
+
+def _failure_message(failed: list[_Rank], world_size: int, label: str, log_dir: str) -> str:
+    # The rank that failed first is usually the cause; the others are often stuck waiting on it.
+    order = sorted(failed, key=lambda r: (r.failed_at is None, r.failed_at or 0, r.index))
+    summary = "; ".join(f"rank {r.index} {r.problem()}" for r in order)
+    lines = [
+        f"{len(failed)} of {world_size} ranks failed in {label}: {summary}",
+        f"rank logs: {log_dir}",
+    ]
+    for rank in order:
+        lines += ["", f"===== rank {rank.index}: {rank.problem()} ====="]
+        output_end = None
+        if rank.error is not None:
+            _, text, output_end = rank.error
+            if text:
+                lines.append(text.rstrip())
+        if rank.stack:
+            lines += ["--- Python stacks when stopped ---", _tidy_stack(rank.stack)]
+        tail = _tail(rank.log_path, LOG_TAIL_LINES, output_end)
+        if tail:
+            lines += [f"--- output (last {LOG_TAIL_LINES} lines of {rank.log_path}) ---", tail]
+    return "\n".join(lines)
+
+
+def _tail(path: str, count: int, end: int | None = None) -> str:
+    """Last `count` lines of a log, up to byte `end` (where a reported traceback begins)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read() if end is None else f.read(end)
+    except OSError:
+        return ""
+    return "\n".join(data.decode(errors="replace").splitlines()[-count:]).rstrip()
+
+
+def _tidy_stack(dump: str) -> str:
+    """faulthandler's dump without the watchdog thread and the frames below _rank_main."""
+    threads = []
+    for block in dump.strip().split("\n\n"):
+        if f"in {_kill_group_when_test_process_dies.__name__}" in block:
+            continue
+        kept = []
+        for line in block.splitlines():
+            kept.append(line)
+            if line.endswith(f"in {_rank_main.__name__}"):
+                break
+        threads.append("\n".join(kept))
+    return "\n\n".join(threads)
+
+
+# ---------------------------------------------------------------------------------------------
+# A process group in this process
+
+
+@contextlib.contextmanager
+def single_process_group(backend: str, device: str | None = None):
+    """A world_size=1 default process group in this process, for single-process DDP/FSDP.
+
+    Yields the group's torch.device: `device`, else cuda:0 for NCCL and cpu otherwise.
+    """
+    if dist.is_initialized():
+        raise RuntimeError("a default process group already exists in this process")
+    store_dir = tempfile.mkdtemp(prefix="rendezvous-", dir=_scratch_root())
+    try:
+        kwargs = {}
+        if "nccl" in backend:
+            target = torch.device(device) if device else torch.device("cuda", 0)
+            torch.cuda.set_device(target)
+            kwargs["device_id"] = target
+        else:
+            target = torch.device(device or "cpu")
+        store = dist.FileStore(os.path.join(store_dir, "store"), 1)
+        dist.init_process_group(backend, store=store, rank=0, world_size=1, **kwargs)
+        try:
+            yield target
+        finally:
+            dist.destroy_process_group()
+    finally:
+        shutil.rmtree(store_dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# unittest integration
+
+
+class MultiProcessTestCase(unittest.TestCase):
+    """Base for tests whose @per_rank methods run in every rank.
+
+    In a rank: self.rank, self.world_size, self.device (cpu, or cuda:<rank>); setUp, the test
+    and tearDown run there with the process group initialised. In the pytest process, per_rank
+    tests only launch the ranks: setUp and tearDown do not run there (setUpClass does).
+    Override world_size, device_type, backend or timeout as class attributes or properties.
+    """
+
+    rank: int | None = None  # None in the pytest process
+
+    @property
+    def world_size(self) -> int:
+        return 2
+
+    @property
+    def device_type(self) -> str:
+        return hardware.device_type()
+
+    @property
+    def backend(self) -> str:
+        return "nccl" if self.device_type == "cuda" else "gloo"
+
+    @property
+    def timeout(self) -> float:
+        return default_timeout()
+
+    @property
+    def device(self) -> torch.device:
+        if self.rank is None:
+            raise RuntimeError("self.device exists only inside a rank (decorate with @per_rank)")
+        if self.device_type == "cuda":
+            return torch.device("cuda", self.rank)
+        return torch.device(self.device_type)
+
+    def run(self, result=None):
+        test = getattr(type(self), self._testMethodName, None)
+        if self.rank is None and getattr(test, "__per_rank__", False):
+            # Fixtures belong to the ranks; here they would only cost time (or touch CUDA).
+            self.setUp = self.tearDown = _noop
+        return super().run(result)
+
+
+def per_rank(method):
+    """Run a MultiProcessTestCase test method in each of its world_size ranks."""
+
+    @functools.wraps(method)
+    def launch(self):
+        if self.rank is not None:  # inside a rank: the real test
+            return method(self)
+        cls = type(self)
+        ref = (cls.__module__, _module_file(cls.__module__), cls.__qualname__, self._testMethodName)
+        label = f"{cls.__qualname__}.{self._testMethodName}"
+        _run(_run_test_in_rank, self.world_size, self.backend, ref, self.timeout, label)
+        return None
+
+    launch.__per_rank__ = True
+    return launch
+
+
+class _RankTestFailed(AssertionError):
+    """unittest's verdict in a rank, with its own tracebacks (not this exception's)."""
+
+    def __init__(self, headline: str, report: str):
+        super().__init__(headline)
+        self.rank_headline = headline
+        self.rank_report = report
+
+
+class _RankResult(unittest.TestResult):
+    """Collects one test's outcome in a rank; pytest.skip() counts as a skip, as in pytest."""
+
+    def addError(self, test, err):
+        reason = _skip_reason(err[1])
+        if reason is not None:
+            self.addSkip(test, reason)
+        else:
+            super().addError(test, err)
+
+
+def _run_test_in_rank(
+    module_name: str, module_file: str | None, class_qualname: str, method_name: str
+):
+    """Rebuild the TestCase in this rank and run it through unittest (setUp, test, tearDown,
+    cleanups, subTests), re-raising its outcome for the harness to report."""
+    module = _import_module(module_name, module_file)
+    cls = functools.reduce(getattr, class_qualname.split("."), module)
+    case = cls(method_name)
+    case.rank = dist.get_rank()
+    # Every rank starts from the same RNG state, as with torch's own TestCase: DDP broadcasts
+    # rank 0's weights, but FSDP1 shards each rank's own copy, so models must be identical.
+    seed_all(0)
+    result = _RankResult()
+    case.run(result)
+    problems = [("raised", text) for _, text in result.errors]
+    problems += [("failed:", text) for _, text in result.failures]
+    problems += [("failed:", "unexpected success") for _ in result.unexpectedSuccesses]
+    if problems:
+        verb, text = problems[0]
+        last_line = text.strip().splitlines()[-1] if text.strip() else "?"
+        report = "\n".join(text for _, text in problems)
+        raise _RankTestFailed(f"{verb} {last_line}", report)
+    if result.skipped:
+        raise unittest.SkipTest(result.skipped[0][1])
