@@ -141,12 +141,15 @@ def run(argv: list[str], env=os.environ) -> int:
                 print(f"cannot run on this host: {missing}", file=sys.stderr)
                 return 1
             deadline = float(env.get("TORCH_TEST_DEADLINE", time.time() + 3600))
+            asked = time.time()
             with gpu_lease.lease(
                 need,
                 hardware.visible_gpu_count(),
                 timeout=max(1.0, deadline - time.time()),
                 holder=env.get("TEST_TARGET", argv[0]),
-            ):
+            ) as gpus:
+                waited = time.time() - asked
+                print(f"torch_test lease: GPUs {gpus} after {waited:.1f} s", file=sys.stderr)
                 code = pytest.main(args, plugins=[selector])
         else:
             code = pytest.main(args, plugins=[selector])
