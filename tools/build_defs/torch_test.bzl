@@ -99,7 +99,23 @@ def torch_test(
         tags = [],
         args = [],
         **kwargs):
-    """One py_test per variant of `src` (default `name + ".py"`); see the module docstring."""
+    """One py_test per variant of `src`; see the module docstring.
+
+    Args:
+      name: the cpu target's name; other variants append `_gpu` / `_multi_gpu`.
+      src: the test source (default `name + ".py"`).
+      variants: any of "cpu", "gpu", "multi_gpu".
+      nccl: the variants that use the NCCL backend (never "cpu").
+      shard_count: an int for every variant, or a dict from variant to int.
+      size: Bazel test size of every variant.
+      timeout: Bazel timeout; GPU variants default to "long" (they may wait for the lease).
+      deps: extra deps (e.g. "@pypi//:torch"); //test_utils and the runner are implicit.
+      data: runfiles of every variant.
+      env: extra environment, applied over the variant's.
+      tags: extra tags of every variant.
+      args: extra pytest arguments.
+      **kwargs: passed to every py_test (e.g. flaky).
+    """
     _check(name, variants, nccl, shard_count)
     src = src or name + ".py"
     for variant in variants:
@@ -133,6 +149,7 @@ def torch_test(
             **kwargs
         )
 
+# buildifier: disable=unnamed-macro
 def torch_test_suites():
     """Per-hardware test_suites of this package: cpu_tests, gpu_tests, multi_gpu_tests."""
     native.test_suite(name = "cpu_tests", tags = ["-gpu"])
