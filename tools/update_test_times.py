@@ -1,7 +1,8 @@
 """Regenerates tools/test_times.json (per-test seconds, by target) from bazel-testlogs.
 
-    tools/bazel test //... && python3 tools/update_test_times.py
+    tools/bazel test //... && python3 tools/update_test_times.py [TESTLOGS_DIR...]
 
+TESTLOGS_DIR defaults to bazel-testlogs; pass e.g. an unpacked copy from a GPU host too.
 The runner packs shards longest-first from this file (tools/runner/sharding.py); tests missing
 from it are dealt round-robin. Only targets found in bazel-testlogs are updated; others keep
 their recorded times. Node ids are pytest's, relative to the workspace root.
@@ -41,13 +42,14 @@ def collect(testlogs: pathlib.Path) -> dict[str, dict[str, float]]:
     return times
 
 
-def main() -> int:
-    testlogs = (ROOT / "bazel-testlogs").resolve()
-    if not testlogs.is_dir():
-        print("no bazel-testlogs: run `tools/bazel test //...` first", file=sys.stderr)
-        return 1
+def main(dirs: list[str]) -> int:
+    fresh = {}
+    for testlogs in [pathlib.Path(d).resolve() for d in dirs or [ROOT / "bazel-testlogs"]]:
+        if not testlogs.is_dir():
+            print(f"no {testlogs}: run `tools/bazel test //...` first", file=sys.stderr)
+            return 1
+        fresh.update({label: cases for label, cases in collect(testlogs).items() if cases})
     recorded = json.loads(TIMES.read_text()) if TIMES.exists() else {}
-    fresh = {label: cases for label, cases in collect(testlogs).items() if cases}
     recorded.update(fresh)
     TIMES.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
     count = sum(map(len, fresh.values()))
@@ -56,4 +58,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -9,6 +9,7 @@ target's test.xml (all shards). Prints one row per target and a closing line
 
 import pathlib
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -40,7 +41,10 @@ def count_cases(files) -> dict:
 
 
 def main(log_path: str) -> int:
-    testlogs = pathlib.Path("bazel-testlogs")
+    # Ask Bazel: the bazel-testlogs link may point at another output base's logs.
+    testlogs = pathlib.Path(
+        subprocess.check_output(["tools/bazel", "info", "bazel-testlogs"], text=True).strip()
+    )
     totals = {"passed": 0, "failed": 0, "xfail": 0, "skipped": 0}
     print(f"{'target':60} {'result':8} passed failed xfail skipped")
     for label, result in targets_in(pathlib.Path(log_path).read_text()):

@@ -7,8 +7,9 @@
 # Uses its own output base, so the pinned-mode server and cache are left alone.
 source "$(dirname "$0")/lib.sh"
 scratch="$(mktemp -d /tmp/torch_test_host_mode.XXXXXX)"
-host_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$@"; }
-trap 'host_bazel shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+# --symlink_prefix=/: leave the workspace's bazel-* links pointing at the main output base.
+host_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
+trap '"$BAZEL" --output_base="$scratch/output_base" shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
 
 say "a host image: venv with torch 2.13.0 and pytest (no torchrec, no tqdm)"
 python3 -m venv "$scratch/venv"
