@@ -65,9 +65,15 @@ def testlogs() -> pathlib.Path:
     return (ROOT / "bazel-testlogs").resolve()
 
 
+def benched_logs(pattern: str) -> list[pathlib.Path]:
+    """Test logs of the benchmarked packages only (bazel-testlogs keeps every target's)."""
+    packages = [t.removeprefix("//").removesuffix("/...") for t in TARGETS]
+    return [p for pkg in packages for p in (testlogs() / pkg).rglob(pattern)]
+
+
 def peak_rss_from_logs() -> dict[str, float]:
     peaks = {}
-    for log in testlogs().rglob("test.log"):
+    for log in benched_logs("test.log"):
         for m in re.finditer(r"peak_rss_mib=(\d+) children_peak_rss_mib=(\d+)", log.read_text()):
             rel = str(log.parent.relative_to(testlogs()))
             peaks[rel] = max(peaks.get(rel, 0), int(m.group(1)), int(m.group(2)))
@@ -76,7 +82,7 @@ def peak_rss_from_logs() -> dict[str, float]:
 
 def shard_balance() -> dict[str, float]:
     walls: dict[str, list[float]] = {}
-    for xml in testlogs().rglob("shard_*/test.xml"):
+    for xml in benched_logs("shard_*/test.xml"):
         suite = ET.parse(xml).getroot().find("testsuite")
         walls.setdefault(str(xml.parent.parent.relative_to(testlogs())), []).append(
             float(suite.get("time", 0))
@@ -86,7 +92,7 @@ def shard_balance() -> dict[str, float]:
 
 def case_seconds() -> float:
     total = 0.0
-    for xml in testlogs().rglob("test.xml"):
+    for xml in benched_logs("test.xml"):
         total += sum(float(c.get("time", 0)) for c in ET.parse(xml).getroot().iter("testcase"))
     return total
 
@@ -154,9 +160,10 @@ def main() -> int:
         return 1
     peaks = peak_rss_from_logs()
     balance = shard_balance()
-    shards = sum(1 for _ in testlogs().rglob("test.xml"))
+    shards = sum(1 for _ in benched_logs("test.xml"))
     bound = case_seconds() / cores + shards * interpreter_start_seconds() / cores
 
+    bazel_test()  # the first run without --nocache_test_results re-analyses: options changed
     _, warm_wall, _, warm_n = bazel_test()
     original = EDITED.read_text()
     try:

@@ -9,17 +9,21 @@
 #   RESULTS_DIR              output folder (default bench/results)
 #   BAZEL_TIMEOUT            seconds for the test run (default 480)
 #   TAG_FILTERS              --test_tag_filters value (default gpu)
+#   TORCH_TEST_SLOTS_PER_GPU tests that may share a GPU (default 1: whole GPUs per test)
 source "$(dirname "$0")/lib.sh"
 # NVLink multicast stays off on shared GPU hosts; the macro also sets these for GPU tests.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export TORCH_TEST_PYTHON="${TORCH_TEST_PYTHON:-$(command -v python3)}"
 flags=(--test_tag_filters="${TAG_FILTERS:-gpu}" --test_output=errors)
+export TORCH_TEST_SLOTS_PER_GPU="${TORCH_TEST_SLOTS_PER_GPU:-1}"
+flags+=(--test_env=TORCH_TEST_SLOTS_PER_GPU)
 for var in NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS; do
   flags+=(--test_env="$var" --action_env="$var")
 done
 
 {
   nvidia-smi -L
+  echo "TORCH_TEST_SLOTS_PER_GPU=${TORCH_TEST_SLOTS_PER_GPU}"
   "$TORCH_TEST_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())'
 } >"${RESULTS_DIR}/gpu_env.txt" 2>&1
 cat "${RESULTS_DIR}/gpu_env.txt"

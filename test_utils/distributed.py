@@ -271,6 +271,7 @@ def _rank_main(spec: _RankSpec) -> None:
     _arm_stack_dump(spec.stack_path)
     _adopt_environment(spec)
     try:
+        hardware.cap_gpu_memory()
         fn, args = _load_call(spec)
         _init_process_group(spec)
         value = fn(*args)

@@ -153,3 +153,28 @@ def missing_hardware(variant: str) -> str | None:
     if found < need:
         return f"variant {variant!r} needs {need} GPU{'s' if need > 1 else ''}, found {found}"
     return None
+
+
+MEMORY_FRACTION_ENV = "TORCH_TEST_GPU_MEMORY_FRACTION"
+
+
+def cap_gpu_memory() -> None:
+    """Keeps this process within its share of GPUs that the lease lets several tests share.
+
+    tools/runner/gpu_lease.py exports the share when TORCH_TEST_SLOTS_PER_GPU > 1. The cap is
+    queued for CUDA's lazy initialisation, so a process that never touches CUDA (e.g. the
+    parent of rank processes) creates no CUDA context for it.
+    """
+    fraction = os.environ.get(MEMORY_FRACTION_ENV)
+    if not fraction:
+        return
+    import torch
+
+    def apply() -> None:
+        for device in range(torch.cuda.device_count()):
+            torch.cuda.set_per_process_memory_fraction(float(fraction), device)
+
+    if torch.cuda.is_initialized():
+        apply()
+    else:
+        torch.cuda._lazy_call(apply)  # runs inside torch.cuda's lazy init, after the context

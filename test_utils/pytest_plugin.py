@@ -6,6 +6,7 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
 - A test whose variant has no Bazel target for its source fails the run: the variants of a
   source must partition its tests (TORCH_TEST_DECLARED_VARIANTS, set by the torch_test macro).
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
+- A process sharing GPUs with other tests (TORCH_TEST_SLOTS_PER_GPU > 1) caps its memory.
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
   declared with markers (Bazel then schedules or skips the whole target) instead.
 """
@@ -110,3 +111,4 @@ def _skip_reason(report) -> str:
 
 def pytest_configure(config):
     config.pluginmanager.register(_SkipAudit(), "torch_test_skip_audit")
+    hardware.cap_gpu_memory()

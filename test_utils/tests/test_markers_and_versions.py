@@ -58,6 +58,25 @@ def test_missing_hardware_message(monkeypatch):
     assert hardware.missing_hardware("multi_gpu") == "variant 'multi_gpu' needs 2 GPUs, found 0"
 
 
+def test_gpu_memory_cap_waits_for_cuda_and_covers_every_device(monkeypatch):
+    queued, capped = [], []
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "_lazy_call", queued.append)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(
+        torch.cuda, "set_per_process_memory_fraction", lambda f, d: capped.append((f, d))
+    )
+    monkeypatch.delenv(hardware.MEMORY_FRACTION_ENV, raising=False)
+    hardware.cap_gpu_memory()
+    assert queued == [], "no shared GPUs, no cap"
+    monkeypatch.setenv(hardware.MEMORY_FRACTION_ENV, "0.5000")
+    hardware.cap_gpu_memory()
+    assert capped == [], "nothing may touch CUDA before the test does"
+    (apply,) = queued
+    apply()
+    assert capped == [(0.5, 0), (0.5, 1)]
+
+
 def test_version_expectation_picks_newest_release_not_newer_than_torch(monkeypatch):
     monkeypatch.setattr(torch, "__version__", "2.12.1+cpu")
     assert versions.by_torch_version({"2.11": "old", "2.12": "mid", "2.13": "new"}) == "mid"

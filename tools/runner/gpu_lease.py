@@ -5,8 +5,8 @@ itself before it starts: one lock file per GPU slot under a host-wide directory.
 
 * All-or-nothing: slots are taken while holding one allocator lock, and released at once if
   not all are free; nobody ever waits while holding a slot, so there is no deadlock.
-* A 1-GPU request takes one slot; a request for 2+ GPUs takes every slot of each GPU (whole
-  GPUs for multi-GPU tests).
+* A test takes one slot on each GPU it uses, on the least busy GPUs. With the default one
+  slot per GPU, every test (multi-GPU ones included) has whole GPUs to itself.
 * Locks are flock()s: the kernel frees them when the holder exits, even by SIGKILL.
 * The lease sets CUDA_VISIBLE_DEVICES to the leased GPUs; with several slots per GPU it also
   exports TORCH_TEST_GPU_MEMORY_FRACTION (1/slots) for tests to cap their memory.
@@ -14,7 +14,9 @@ itself before it starts: one lock file per GPU slot under a host-wide directory.
 Environment:
   TORCH_TEST_GPU_LEASE_DIR   lock directory (default /dev/shm/torch_test_gpu_lease, writable in
                              Bazel's sandbox and shared by all tests on the host)
-  TORCH_TEST_SLOTS_PER_GPU   concurrent 1-GPU tests per GPU (default 1)
+  TORCH_TEST_SLOTS_PER_GPU   tests that may share one GPU (default 1: none share). Worth
+                             raising where tests are bound by compilation on the CPU rather
+                             than by the GPU (see bench/gpu_suite.sh).
   TORCH_TEST_LEASE_TIMEOUT   seconds to wait for free GPUs (default: until the test's deadline)
 """
 
@@ -48,26 +50,20 @@ def _release(fds) -> None:
 
 
 def _try_take(directory: pathlib.Path, count: int, total_gpus: int, slots_per_gpu: int):
-    """Free slots for `count` GPUs as (gpus, fds), or None without holding anything."""
-    taken_gpus, taken_fds = [], []
+    """One free slot on each of `count` GPUs, least busy GPUs first, as (gpus, fds); else None.
+
+    Runs under the allocator lock: every free slot is locked while choosing, and all but the
+    chosen ones are released before returning, so nothing is held when it returns None.
+    """
+    free = {}
     for gpu in range(total_gpus):
-        want = 1 if count == 1 else slots_per_gpu
-        fds = []
-        for slot in range(slots_per_gpu):
-            fd = _lock(directory / f"gpu{gpu}.slot{slot}", blocking=False)
-            if fd is not None:
-                fds.append(fd)
-                if len(fds) == want:
-                    break
-        if len(fds) == want:
-            taken_gpus.append(gpu)
-            taken_fds.extend(fds)
-            if len(taken_gpus) == count:
-                return taken_gpus, taken_fds
-        else:
-            _release(fds)
-    _release(taken_fds)
-    return None
+        slots = (_lock(directory / f"gpu{gpu}.slot{slot}", False) for slot in range(slots_per_gpu))
+        free[gpu] = [fd for fd in slots if fd is not None]
+    least_busy = sorted((gpu for gpu in free if free[gpu]), key=lambda gpu: (-len(free[gpu]), gpu))
+    chosen = sorted(least_busy[:count]) if len(least_busy) >= count else []
+    kept = [free[gpu][0] for gpu in chosen]
+    _release([fd for fds in free.values() for fd in fds if fd not in kept])
+    return (chosen, kept) if chosen else None
 
 
 @contextlib.contextmanager
@@ -97,7 +93,7 @@ def lease(count: int, total_gpus: int, *, timeout: float, holder: str = ""):
     exported = ("CUDA_VISIBLE_DEVICES", "TORCH_TEST_GPU_MEMORY_FRACTION")
     saved = {k: os.environ.get(k) for k in exported}
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
-    if slots_per_gpu > 1 and count == 1:
+    if slots_per_gpu > 1:
         os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] = f"{1 / slots_per_gpu:.4f}"
     try:
         yield gpus

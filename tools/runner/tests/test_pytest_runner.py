@@ -4,53 +4,15 @@ Each test runs the real runner in a subprocess on a small generated test file, w
 environment Bazel would give it.
 """
 
-import os
-import pathlib
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 import xml.etree.ElementTree as ET
 
 import pytest
 
-RUNNER = pathlib.Path(__file__).resolve().parents[1] / "pytest_runner.py"
+from tools.runner.tests.runner_subprocess import bazel_env, run_runner, start_runner, write_tests
 
 SEVEN_TESTS = "\n".join(f"def test_{n}():\n    pass\n" for n in "abcdefg")
-
-
-def write_tests(tmp_path, body: str) -> pathlib.Path:
-    path = tmp_path / "test_fixture.py"
-    path.write_text(textwrap.dedent(body))
-    return path
-
-
-def bazel_env(tmp_path, **extra) -> dict:
-    bazel_vars = ("TEST_", "TESTBRIDGE_", "XML_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(bazel_vars)}
-    for key in ("TORCH_TEST_VARIANT", "TORCH_TEST_DECLARED_VARIANTS", "TORCH_TEST_DEADLINE"):
-        env.pop(key, None)
-    (tmp_path / "bazel_tmp").mkdir(exist_ok=True)
-    env.update(
-        TEST_TMPDIR=str(tmp_path / "bazel_tmp"),
-        XML_OUTPUT_FILE=str(tmp_path / "test.xml"),
-        TEST_TARGET="//fake:target",
-        PYTHONPATH=os.pathsep.join(sys.path),
-    )
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
-
-
-def run_runner(test_file, env, timeout=120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(RUNNER), str(test_file)],
-        env=env,
-        cwd=test_file.parent,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def xml_cases(path) -> list[str]:
@@ -173,14 +135,7 @@ def test_sigterm_dumps_stacks_and_exits(tmp_path):
             time.sleep(600)
         """
     test_file = write_tests(tmp_path, body)
-    proc = subprocess.Popen(
-        [sys.executable, str(RUNNER), str(test_file)],
-        env=bazel_env(tmp_path),
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_runner(test_file, bazel_env(tmp_path))
     deadline = time.monotonic() + 60
     while not ready.exists():
         assert time.monotonic() < deadline, "fixture test never started"

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# A real remote-execution service on loopback, for trying and testing --config=remote:
+# BuildGrid 0.9.1 (REAPI: Execution, CAS, ByteStream, ActionCache) with a private PostgreSQL
+# cluster as its scheduler store, and one worker per kind of pool from
+# tools/build_defs/pools.bzl: `cpu` (the cpu variant's pool) and `gpu` (every other pool; it has
+# no GPU, it only proves routing). Everything listens on 127.0.0.1 or a unix socket.
+#
+#   tools/remote/rig.sh up       start it all (installs BuildGrid into a venv on first use)
+#   tools/remote/rig.sh down     stop everything `up` started and delete its state
+#   tools/remote/rig.sh status   what runs, where the logs are
+#
+# Environment:
+#   RIG_DIR      state, logs and pid files (default /tmp/torch_tests_rig); must be traversable
+#                by the `postgres` user when run as root
+#   RIG_PORT     BuildGrid's port on 127.0.0.1 (default 8980, the one .bazelrc's configs name)
+#   RIG_INSTANCE REAPI instance name (default main, as in .bazelrc)
+#   RIG_PYTHON   Python >= 3.13 for BuildGrid (default: python3.13 on PATH or pyenv's newest)
+#   RIG_VENV     BuildGrid's virtualenv, kept between runs (default ~/.cache/torch_tests/buildgrid)
+#   RIG_THREADS  BuildGrid's gRPC threads = concurrent RPCs (default 200, see buildgrid_config.py)
+#   RIG_CPU_CAPACITY  actions the cpu worker runs at once (default 2)
+#   RIG_GRPC_SERVER_OPTIONS  extra gRPC core args for BuildGrid, e.g. "grpc.max_concurrent_streams=32"
+#   RIG_GRPC_DEFAULT_QUEUE=1  keep gRPC's default pending-call queue, which cancels the calls of a
+#                cold upload (for tools/remote/bench_cold_uploads.sh "before")
+set -euo pipefail
+readonly root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "${root}/tools/remote/rig_lib.sh"
+
+export RIG_DIR="${RIG_DIR:-/tmp/torch_tests_rig}"
+readonly port="${RIG_PORT:-8980}"
+readonly instance="${RIG_INSTANCE:-main}"
+readonly venv="${RIG_VENV:-$HOME/.cache/torch_tests/buildgrid}"
+readonly lock="${root}/tools/remote/requirements.lock"
+readonly logs="${RIG_DIR}/logs"
+readonly pg="${RIG_DIR}/pg"
+# The rig imports modules from the checkout; leave no __pycache__ in it.
+export PYTHONDONTWRITEBYTECODE=1
+
+# as_postgres CMD...: PostgreSQL refuses to run as root; use its system user then.
+as_postgres() {
+  if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+pg_bin() {
+  local dir
+  dir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+  if [[ -z $dir ]]; then
+    [[ $(id -u) == 0 ]] || rig_die "PostgreSQL is missing; run: sudo apt-get install postgresql"
+    echo "rig: installing Debian's postgresql" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
+    dir="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
+  fi
+  echo "$dir"
+}
+
+ensure_venv() {
+  local stamp="${venv}/.lock.sha256" want
+  want="$(sha256sum "$lock" | cut -d' ' -f1)"
+  [[ -x ${venv}/bin/bgd && -f $stamp && $(<"$stamp") == "$want" ]] && return
+  local python
+  python="$(find_python)"
+  echo "rig: installing BuildGrid into ${venv} (${python})" >&2
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "${venv}/bin/pip" install -q --disable-pip-version-check --no-deps --require-hashes \
+    --only-binary=:all: -r "$lock"
+  echo "$want" >"$stamp"
+}
+
+start_postgres() {
+  local bin="$1"
+  mkdir -p "$pg"
+  [[ $(id -u) == 0 ]] && chown postgres: "$pg"
+  chmod 700 "$pg"
+  as_postgres "${bin}/initdb" -D "${pg}/data" -U bgd --auth=trust -E UTF8 --no-instructions \
+    >"${logs}/initdb.log" 2>&1 || rig_die "initdb failed; see ${logs}/initdb.log"
+  # Unix socket only (no TCP at all); durability is irrelevant for a throw-away rig.
+  local settings="-c listen_addresses='' -c unix_socket_directories=${pg} -c max_connections=200"
+  settings+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  as_postgres "${bin}/pg_ctl" -D "${pg}/data" -l "${pg}/postgres.log" -w -s start -o "$settings" ||
+    rig_die "PostgreSQL did not start; see ${logs}/postgres.log"
+  as_postgres "${bin}/createdb" -h "$pg" -U bgd bgd
+  "${venv}/bin/bgd" migrate apply "postgresql+psycopg://bgd@/bgd?host=${pg}" >"${logs}/migrate.log" 2>&1 ||
+    rig_die "BuildGrid's database migration failed; see ${logs}/migrate.log"
+}
+
+start_server() {
+  local extra=() option
+  for option in ${RIG_GRPC_SERVER_OPTIONS:-}; do extra+=("--grpc-server-option=${option}"); done
+  [[ ${RIG_GRPC_DEFAULT_QUEUE:-0} == 1 ]] && extra+=(--grpc-default-queue)
+  (cd "$root" && python3 -m tools.remote.buildgrid_config --port "$port" --instance "$instance" \
+    --state "$RIG_DIR" --pg-socket "$pg" --threads "${RIG_THREADS:-200}" "${extra[@]}") \
+    >"${RIG_DIR}/buildgrid.yml"
+  mkdir -p "${RIG_DIR}/cas"
+  "${venv}/bin/bgd" server lint "${RIG_DIR}/buildgrid.yml" >/dev/null ||
+    rig_die "invalid BuildGrid config ${RIG_DIR}/buildgrid.yml"
+  start_daemon buildgrid "${logs}/buildgrid.log" "${venv}/bin/bgd" server start "${RIG_DIR}/buildgrid.yml"
+  local i
+  for i in $(seq 300); do
+    port_open "$port" && return
+    kill -0 "$(<"${RIG_DIR}/run/buildgrid.pid")" 2>/dev/null || break
+    sleep 0.2
+  done
+  tail -20 "${logs}/buildgrid.log" >&2
+  rig_die "BuildGrid is not listening on 127.0.0.1:${port}; see ${logs}/buildgrid.log"
+}
+
+start_workers() {
+  local cpu_pool other_pools=()
+  cpu_pool="$(cd "$root" && python3 -m tools.remote.pools | awk '$1 == "cpu" {print $2}')"
+  mapfile -t other_pools < <(cd "$root" && python3 -m tools.remote.pools | awk '$1 != "cpu" {print "--property=" $2}')
+  worker cpu "${RIG_CPU_CAPACITY:-2}" "--property=${cpu_pool}"
+  worker gpu 1 "${other_pools[@]}"
+  local name i
+  for name in cpu gpu; do
+    for i in $(seq 100); do
+      grep -q ' session ' "${logs}/worker-${name}.log" 2>/dev/null && continue 2
+      sleep 0.2
+    done
+    rig_die "worker ${name} did not open a bot session; see ${logs}/worker-${name}.log"
+  done
+}
+
+# worker NAME CAPACITY --property=KEY=VALUE...
+worker() {
+  local name="$1" capacity="$2"
+  shift 2
+  mkdir -p "${RIG_DIR}/worker-${name}"
+  start_daemon "worker-${name}" "${logs}/worker-${name}.log" \
+    env PYTHONPATH="$root" PYTHONUNBUFFERED=1 "${venv}/bin/python" -m tools.remote.worker \
+    --server "127.0.0.1:${port}" --instance "$instance" --name "$name" --capacity "$capacity" \
+    --work-dir "${RIG_DIR}/worker-${name}" "$@"
+}
+
+up() {
+  [[ -e ${RIG_DIR}/run ]] && rig_die "a rig already runs in ${RIG_DIR} (tools/remote/rig.sh down first)"
+  port_open "$port" && rig_die "127.0.0.1:${port} is in use; set RIG_PORT"
+  local bin
+  bin="$(pg_bin)"
+  ensure_venv
+  mkdir -p "${RIG_DIR}/run" "$logs"
+  chmod 755 "$RIG_DIR"
+  # From here on a failure leaves nothing running.
+  trap 'echo "rig: up failed; stopping what started" >&2; down >/dev/null 2>&1' EXIT
+  start_postgres "$bin"
+  start_server
+  start_workers
+  trap - EXIT
+  echo "rig: up: grpc://127.0.0.1:${port} instance ${instance}; logs in ${logs}"
+}
+
+down() {
+  if [[ -d ${RIG_DIR}/run ]]; then
+    stop_daemon worker-cpu
+    stop_daemon worker-gpu
+    stop_daemon buildgrid
+  fi
+  if [[ -f ${pg}/data/postmaster.pid ]]; then
+    as_postgres "$(pg_bin)/pg_ctl" -D "${pg}/data" -m fast -w -s stop || true
+  fi
+  if [[ -f ${pg}/postgres.log ]]; then cp "${pg}/postgres.log" "${logs}/" 2>/dev/null || true; fi
+  # Logs stay (the integration check reads them after `down`); the state goes.
+  rm -rf "${RIG_DIR}/run" "$pg" "${RIG_DIR}/cas" "${RIG_DIR}"/worker-* "${RIG_DIR}/buildgrid.yml"
+  echo "rig: down"
+}
+
+status() {
+  local name pidfile
+  for pidfile in "${RIG_DIR}"/run/*.pid; do
+    [[ -e $pidfile ]] || { echo "rig: not running (${RIG_DIR})"; return 1; }
+    name="$(basename "$pidfile" .pid)"
+    if kill -0 "$(<"$pidfile")" 2>/dev/null; then
+      echo "running ${name} (pid $(<"$pidfile"))"
+    else
+      echo "DEAD    ${name}"
+    fi
+  done
+  echo "endpoint grpc://127.0.0.1:${port} instance ${instance}; logs: ${logs}"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac

@@ -1,0 +1,55 @@
+"""The rig's routing follows tools/build_defs/pools.bzl (pools.py, buildgrid_config.py)."""
+
+import pathlib
+import re
+import unittest
+
+from tools.remote import buildgrid_config, pools
+
+
+def _render(**overrides):
+    args = dict(
+        port=8980,
+        instance="main",
+        cas_dir=pathlib.Path("/rig/cas"),
+        pg_socket_dir=pathlib.Path("/rig/pg"),
+        threads=200,
+    )
+    return buildgrid_config.render(**{**args, **overrides})
+
+
+class PoolsTest(unittest.TestCase):
+    def test_reads_key_and_a_pool_per_variant(self):
+        key, by_variant = pools.read_pools()
+        self.assertTrue(key)
+        self.assertEqual(sorted(by_variant), ["cpu", "gpu", "multi_gpu"])
+
+    def test_missing_assignment_is_an_error(self):
+        with self.assertRaises(SystemExit):
+            pools.read_pools(pathlib.Path(__file__))
+
+
+class ConfigTest(unittest.TestCase):
+    def test_one_label_per_pool_cpu_first_key_exclusive(self):
+        key, by_variant = pools.read_pools()
+        config = _render()
+        labels = re.findall(r'- \{label: "([^"]+)", properties: \[\["([^"]+)"', config)
+        self.assertEqual(labels[0], (by_variant["cpu"], key))  # actions without a pool go here
+        self.assertEqual(sorted(p for p, _ in labels), sorted(set(by_variant.values())))
+        self.assertIn(f'exclusive-property-keys: ["{key}"]', config)
+
+    def test_listens_on_loopback_only(self):
+        self.assertIn('address: "127.0.0.1:8980"', _render())
+
+    def test_queue_holds_a_cold_upload_unless_defaults_are_asked_for(self):
+        self.assertIn("grpc.server.max_pending_requests: 20000", _render())
+        self.assertNotIn("max_pending_requests", _render(queue_options=False))
+
+    def test_concurrent_rpcs_never_exceed_threads(self):
+        config = _render(threads=123)
+        self.assertIn("thread-pool-size: 123", config)
+        self.assertIn("maximum-concurrent-rpcs: 123", config)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,65 @@
+"""Runs the real runner (tools/runner/pytest_runner.py) in a subprocess, as Bazel would.
+
+Shared by the runner's self-tests: a generated test file, the environment Bazel gives a test
+(this interpreter's, minus the protocol variables of the test we are running in), and the
+runner started on it, either to completion or in the background.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+RUNNER = pathlib.Path(__file__).resolve().parents[1] / "pytest_runner.py"
+
+# Set by Bazel, torch_test and the runner for the test we run in; the runner under test gets
+# its own.
+_OUR_PROTOCOL = ("TEST_", "TESTBRIDGE_", "XML_")
+_OUR_VARIANT = ("TORCH_TEST_VARIANT", "TORCH_TEST_DECLARED_VARIANTS", "TORCH_TEST_DEADLINE")
+
+
+def write_tests(tmp_path, body: str, name: str = "test_fixture.py") -> pathlib.Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def bazel_env(tmp_path, **extra) -> dict:
+    """A fresh Bazel test environment under tmp_path; `extra` adds or overrides variables."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(_OUR_PROTOCOL) and k not in _OUR_VARIANT
+    }
+    (tmp_path / "bazel_tmp").mkdir(exist_ok=True)
+    env.update(
+        TEST_TMPDIR=str(tmp_path / "bazel_tmp"),
+        XML_OUTPUT_FILE=str(tmp_path / "test.xml"),
+        TEST_TARGET="//fake:target",
+        PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+    )
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def start_runner(test_file: pathlib.Path, env: dict) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(RUNNER), str(test_file)],
+        env=env,
+        cwd=test_file.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def run_runner(test_file: pathlib.Path, env: dict, timeout=120) -> subprocess.CompletedProcess:
+    proc = start_runner(test_file, env)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
