@@ -7,6 +7,7 @@ GPUs; the log must show no GPU held by two holders at once.
 import contextlib
 import multiprocessing
 import os
+import pathlib
 import signal
 import time
 
@@ -63,17 +64,30 @@ def test_concurrent_mixed_requests_never_overlap_and_all_finish(lease_dir, tmp_p
             assert end <= next_start, f"GPU {gpu} held twice at once: {spans}"
 
 
+def _hold_until_killed(lease_dir, count, holding_path):
+    os.environ["TORCH_TEST_GPU_LEASE_DIR"] = lease_dir
+    with gpu_lease.lease(count, TOTAL_GPUS, timeout=60):
+        pathlib.Path(holding_path).touch()
+        time.sleep(600)
+
+
 def test_killed_holder_frees_its_gpus(lease_dir, tmp_path):
+    # The holder says when it holds; probing with leases of our own could starve it.
+    holding = tmp_path / "holding"
     ctx = multiprocessing.get_context("spawn")
-    holder = ctx.Process(target=_hold, args=(lease_dir, 2, 600, str(tmp_path / "log")))
+    holder = ctx.Process(target=_hold_until_killed, args=(lease_dir, 2, str(holding)))
     holder.start()
-    deadline = time.monotonic() + 60
-    with pytest.raises(gpu_lease.LeaseError):  # wait until the holder has both GPUs
-        while time.monotonic() < deadline:
+    try:
+        deadline = time.monotonic() + 40
+        while not holding.exists():
+            assert holder.is_alive() and time.monotonic() < deadline, "holder never got the GPUs"
+            time.sleep(0.05)
+        with pytest.raises(gpu_lease.LeaseError):
             with gpu_lease.lease(1, TOTAL_GPUS, timeout=0):
-                time.sleep(0.1)
-    os.kill(holder.pid, signal.SIGKILL)
-    holder.join()
+                pass
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.join()
     started = time.monotonic()
     with gpu_lease.lease(2, TOTAL_GPUS, timeout=10) as gpus:
         assert gpus == [0, 1]
