@@ -49,9 +49,10 @@ from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy, transformer_aut
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils import _pytree as pytree
 
-from test_utils.distributed import MultiProcessTestCase, per_rank, single_process_group
+from test_utils.distributed import single_process_group
 from test_utils.dynamo import DynamoTestCase
 from test_utils.hardware import requires_gpus, requires_nccl, requires_triton
+from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
 from test_utils.numerics import deterministic_numerics, seed_all
 
 BERT_SEED = 1337

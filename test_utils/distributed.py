@@ -1,7 +1,10 @@
-"""Multi-process harness: run a function or test method on N ranks, surface every rank's failure.
+"""Multi-process harness, parent side: run a function on N ranks, surface every rank's failure.
 
     run_ranks(fn, 2, backend="gloo")      -> [fn() on rank 0, fn() on rank 1]
-    class T(MultiProcessTestCase): @per_rank def test_x(self): ...   # runs in every rank
+
+What a rank does is in test_utils.rank_process; test methods that run in every rank
+(MultiProcessTestCase, @per_rank) are in test_utils.multiprocess_testcase. Also here:
+single_process_group, a world_size=1 group in the test process itself.
 
 How a run works, and why:
 - Ranks fork from a multiprocessing forkserver that imported torch once (FORKSERVER_PRELOAD).
@@ -28,32 +31,22 @@ at import time (e.g. TORCH_LOGS) only take effect in ranks if set before the fir
 
 import atexit
 import contextlib
-import ctypes
-import dataclasses
-import faulthandler
-import functools
-import importlib
-import importlib.util
 import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
 import re
-import select
 import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
-import traceback
 import unittest
 
 import torch
 import torch.distributed as dist
 
-from test_utils import hardware
-from test_utils.numerics import seed_all
+from test_utils import rank_process
 
 MAX_TIMEOUT_S = 300.0
 # Left between the harness timeout and Bazel's: stack dumps, kills, pytest's report and XML.
@@ -73,6 +66,8 @@ FORKSERVER_PRELOAD = (
     "torch.distributed.tensor",
     "torch._dynamo",
     __name__,
+    "test_utils.rank_process",
+    "test_utils.multiprocess_testcase",
 )
 
 
@@ -239,242 +234,6 @@ def _env_set(name: str, value: str):
             os.environ[name] = saved
 
 
-@dataclasses.dataclass
-class _RankSpec:
-    """Everything a rank needs, sent to it when it starts."""
-
-    rank: int
-    world_size: int
-    backend: str
-    call: bytes  # pickled (fn, args); loaded in the rank after its output is redirected
-    fn_module: str
-    fn_module_file: str | None
-    store_path: str
-    log_path: str
-    stack_path: str
-    env: dict
-    parent_pid: int
-    start_method: str
-    conn: object  # multiprocessing Connection, write end
-
-
-# ---------------------------------------------------------------------------------------------
-# Inside a rank
-
-_stack_file = None  # faulthandler writes here on SIGUSR1; must stay open
-
-
-def _rank_main(spec: _RankSpec) -> None:
-    """Entry point of every rank process. Never returns: exits with os._exit."""
-    _detach_from_parent(spec)
-    _redirect_output(spec.log_path)
-    _arm_stack_dump(spec.stack_path)
-    _adopt_environment(spec)
-    try:
-        hardware.cap_gpu_memory()
-        fn, args = _load_call(spec)
-        _init_process_group(spec)
-        value = fn(*args)
-    except BaseException as exc:  # every way out is reported
-        _report_exception(spec, exc, "")
-        _exit(1)
-    try:
-        spec.conn.send(("return", value))
-    except Exception as exc:
-        _report_exception(spec, exc, " while sending its return value to the parent")
-        _exit(1)
-    try:
-        # Nobody tears down links a slower rank may still be using.
-        dist.barrier()
-        dist.destroy_process_group()
-    except BaseException as exc:
-        _report_exception(spec, exc, " in shutdown, after returning")
-        _exit(1)
-    _exit(0)
-
-
-def _detach_from_parent(spec: _RankSpec) -> None:
-    # Own process group: the parent's killpg then also reaches this rank's children.
-    os.setpgrp()
-    if spec.start_method == "forkserver":
-        _drop_forkserver_lifeline()
-    _die_with_parent()
-    _die_with_test_process(spec.parent_pid)
-
-
-def _drop_forkserver_lifeline() -> None:
-    """Close the forkserver's 'alive' pipe that children inherit.
-
-    The forkserver exits when every holder of that pipe is gone; ranks holding it would keep
-    it (and so their PDEATHSIG parent) alive after the test process died.
-    """
-    from multiprocessing import forkserver
-
-    server = forkserver._forkserver
-    fd = getattr(server, "_forkserver_alive_fd", None)
-    if fd is not None:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-        server._forkserver_alive_fd = None
-
-
-def _die_with_parent() -> None:
-    pr_set_pdeathsig = 1
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the parent's killpg is the only cleanup
-
-
-def _die_with_test_process(test_pid: int) -> None:
-    """Kill this rank's whole process group when the test process dies.
-
-    PDEATHSIG only covers the rank itself (and fires when the forkserver, its parent, exits);
-    this also takes down grandchildren such as compile workers, which have no PDEATHSIG.
-    """
-    try:
-        pidfd = os.pidfd_open(test_pid)
-    except ProcessLookupError:
-        os._exit(1)  # the test process died while this rank was starting
-    except (AttributeError, OSError):
-        pidfd = None  # no pidfd (Linux < 5.3): poll instead
-
-    threading.Thread(
-        target=_kill_group_when_test_process_dies,
-        args=(test_pid, pidfd),
-        name="test-process-watchdog",
-        daemon=True,
-    ).start()
-
-
-def _kill_group_when_test_process_dies(test_pid: int, pidfd: int | None) -> None:
-    if pidfd is not None:
-        select.select([pidfd], [], [])
-    else:
-        while _pid_exists(test_pid):
-            time.sleep(1.0)
-    os.killpg(0, signal.SIGKILL)
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
-def _redirect_output(log_path: str) -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    null_fd = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null_fd, 0)
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
-    os.close(log_fd)
-    os.close(null_fd)
-    # Line-buffered, so a SIGKILLed rank's last lines are in its log.
-    sys.stdout = open(1, "w", buffering=1, errors="backslashreplace", closefd=False)
-    sys.stderr = open(2, "w", buffering=1, errors="backslashreplace", closefd=False)
-
-
-def _arm_stack_dump(stack_path: str) -> None:
-    global _stack_file
-    faulthandler.enable(file=sys.stderr, all_threads=True)  # crashes leave a stack in the log
-    _stack_file = open(stack_path, "w")
-    faulthandler.register(signal.SIGUSR1, file=_stack_file, all_threads=True, chain=False)
-
-
-def _adopt_environment(spec: _RankSpec) -> None:
-    # The forkserver's environment is from when it started; the test's may have changed since.
-    os.environ.clear()
-    os.environ.update(spec.env)
-    os.environ.update(
-        RANK=str(spec.rank),
-        WORLD_SIZE=str(spec.world_size),
-        LOCAL_RANK=str(spec.rank),
-        LOCAL_WORLD_SIZE=str(spec.world_size),
-    )
-    # All ranks share this host; loopback also works in network-less sandboxes, where the
-    # hostname may resolve to an address that does not exist.
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-
-
-def _load_call(spec: _RankSpec):
-    _import_module(spec.fn_module, spec.fn_module_file)
-    return pickle.loads(spec.call)
-
-
-def _import_module(name: str, file: str | None):
-    """Import a test module by name, or from its file if it is not on sys.path (importlib mode)."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError:
-        if not file:
-            raise
-    module_spec = importlib.util.spec_from_file_location(name, file)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
-    module_spec.loader.exec_module(module)
-    return module
-
-
-def _init_process_group(spec: _RankSpec) -> None:
-    kwargs = {}
-    if "nccl" in spec.backend:
-        device = torch.device("cuda", spec.rank)
-        torch.cuda.set_device(device)
-        kwargs["device_id"] = device
-    store = dist.FileStore(spec.store_path, spec.world_size)
-    dist.init_process_group(
-        spec.backend, store=store, rank=spec.rank, world_size=spec.world_size, **kwargs
-    )
-
-
-def _report_exception(spec: _RankSpec, exc: BaseException, where: str) -> None:
-    reason = _skip_reason(exc)
-    if reason is not None:
-        print(f"rank {spec.rank} skipped: {reason}", file=sys.stderr)
-        message = ("skip", reason)
-    else:
-        text = getattr(exc, "rank_report", None) or traceback.format_exc()
-        sys.stdout.flush()
-        output_end = os.fstat(2).st_size  # the parent shows output up to here, then `text`
-        print(text, file=sys.stderr)
-        headline = getattr(exc, "rank_headline", None) or f"raised {_one_line(exc)}"
-        message = ("raise", (headline + where, text, output_end))
-    with contextlib.suppress(Exception):
-        spec.conn.send(message)
-
-
-def _skip_reason(exc: BaseException) -> str | None:
-    if isinstance(exc, unittest.SkipTest):
-        return str(exc)
-    outcomes = sys.modules.get("_pytest.outcomes")
-    if outcomes is not None and isinstance(exc, outcomes.Skipped):
-        return exc.msg
-    return None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-    return line if len(line) <= 200 else line[:197] + "..."
-
-
-def _exit(code: int) -> None:
-    # os._exit: no atexit hooks or thread joins that could hang a finished rank.
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
-
-
 # ---------------------------------------------------------------------------------------------
 # In the parent: one rank's state
 
@@ -579,15 +338,23 @@ def _signal_name(number: int) -> str:
 # In the parent: the run
 
 
-def run_ranks(fn, world_size: int, *, backend: str, args: tuple = (), timeout: float | None = None):
+def run_ranks(
+    fn,
+    world_size: int,
+    *,
+    backend: str,
+    args: tuple = (),
+    timeout: float | None = None,
+    label: str | None = None,
+):
     """Run fn(*args) on `world_size` ranks with torch.distributed initialised; their returns.
 
     fn must be picklable by reference (a module-level function); args and return values must
     pickle. For NCCL each rank first calls torch.cuda.set_device(rank). Raises RankFailure if
     any rank raises, dies or is still running after `timeout` seconds (default_timeout()), and
-    unittest.SkipTest if a rank skips.
+    unittest.SkipTest if a rank skips. `label` names the run in logs (default: fn's name).
     """
-    return _run(fn, world_size, backend, tuple(args), timeout, _label(fn))
+    return _run(fn, world_size, backend, tuple(args), timeout, label or _label(fn))
 
 
 def _run(fn, world_size: int, backend: str, args: tuple, timeout: float | None, label: str):
@@ -611,7 +378,7 @@ def _run(fn, world_size: int, backend: str, args: tuple, timeout: float | None, 
         backend=backend,
         call=call,
         fn_module=fn.__module__,
-        fn_module_file=_module_file(fn.__module__),
+        fn_module_file=module_file(fn.__module__),
         store_path=os.path.join(store_dir, "store"),
         env=dict(os.environ),
         parent_pid=os.getpid(),
@@ -637,7 +404,7 @@ def _run(fn, world_size: int, backend: str, args: tuple, timeout: float | None, 
     return values
 
 
-def _module_file(name: str) -> str | None:
+def module_file(name: str) -> str | None:
     return getattr(sys.modules.get(name), "__file__", None)
 
 
@@ -645,9 +412,11 @@ def _start_rank(ctx, index: int, log_dir: str, base: dict, ranks: list[_Rank]) -
     reader, writer = ctx.Pipe(duplex=False)
     log_path = os.path.join(log_dir, f"rank{index}.log")
     stack_path = os.path.join(log_dir, f"rank{index}.stack")
-    spec = _RankSpec(rank=index, log_path=log_path, stack_path=stack_path, conn=writer, **base)
+    spec = rank_process.RankSpec(
+        rank=index, log_path=log_path, stack_path=stack_path, conn=writer, **base
+    )
     # Not daemonic: multiprocessing forbids daemons their own children (DataLoader workers).
-    process = ctx.Process(target=_rank_main, args=(spec,), name=f"rank{index}", daemon=False)
+    process = ctx.Process(target=rank_process.main, args=(spec,), name=f"rank{index}", daemon=False)
     # Tracked before it starts: an interrupt right after start() must still kill it.
     ranks.append(_Rank(index, process, reader, log_path, stack_path))
     try:
@@ -778,15 +547,15 @@ def _tail(path: str, count: int, end: int | None = None) -> str:
 
 
 def _tidy_stack(dump: str) -> str:
-    """faulthandler's dump without the watchdog thread and the frames below _rank_main."""
+    """faulthandler's dump without the watchdog thread and the frames below rank_process.main."""
     threads = []
     for block in dump.strip().split("\n\n"):
-        if f"in {_kill_group_when_test_process_dies.__name__}" in block:
+        if f"in {rank_process.WATCHDOG_FUNCTION}" in block:
             continue
         kept = []
         for line in block.splitlines():
             kept.append(line)
-            if line.endswith(f"in {_rank_main.__name__}"):
+            if line.endswith(f"in {rank_process.main.__name__}"):
                 break
         threads.append("\n".join(kept))
     return "\n\n".join(threads)
@@ -821,113 +590,3 @@ def single_process_group(backend: str, device: str | None = None):
             dist.destroy_process_group()
     finally:
         shutil.rmtree(store_dir, ignore_errors=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# unittest integration
-
-
-class MultiProcessTestCase(unittest.TestCase):
-    """Base for tests whose @per_rank methods run in every rank.
-
-    In a rank: self.rank, self.world_size, self.device (cpu, or cuda:<rank>); setUp, the test
-    and tearDown run there with the process group initialised. In the pytest process, per_rank
-    tests only launch the ranks: setUp and tearDown do not run there (setUpClass does).
-    Override world_size, device_type, backend or timeout as class attributes or properties.
-    """
-
-    rank: int | None = None  # None in the pytest process
-
-    @property
-    def world_size(self) -> int:
-        return 2
-
-    @property
-    def device_type(self) -> str:
-        return hardware.device_type()
-
-    @property
-    def backend(self) -> str:
-        return "nccl" if self.device_type == "cuda" else "gloo"
-
-    @property
-    def timeout(self) -> float:
-        return default_timeout()
-
-    @property
-    def device(self) -> torch.device:
-        if self.rank is None:
-            raise RuntimeError("self.device exists only inside a rank (decorate with @per_rank)")
-        if self.device_type == "cuda":
-            return torch.device("cuda", self.rank)
-        return torch.device(self.device_type)
-
-    def run(self, result=None):
-        test = getattr(type(self), self._testMethodName, None)
-        if self.rank is None and getattr(test, "__per_rank__", False):
-            # Fixtures belong to the ranks; here they would only cost time (or touch CUDA).
-            self.setUp = self.tearDown = _noop
-        return super().run(result)
-
-
-def per_rank(method):
-    """Run a MultiProcessTestCase test method in each of its world_size ranks."""
-
-    @functools.wraps(method)
-    def launch(self):
-        if self.rank is not None:  # inside a rank: the real test
-            return method(self)
-        cls = type(self)
-        ref = (cls.__module__, _module_file(cls.__module__), cls.__qualname__, self._testMethodName)
-        label = f"{cls.__qualname__}.{self._testMethodName}"
-        _run(_run_test_in_rank, self.world_size, self.backend, ref, self.timeout, label)
-        return None
-
-    launch.__per_rank__ = True
-    return launch
-
-
-class _RankTestFailed(AssertionError):
-    """unittest's verdict in a rank, with its own tracebacks (not this exception's)."""
-
-    def __init__(self, headline: str, report: str):
-        super().__init__(headline)
-        self.rank_headline = headline
-        self.rank_report = report
-
-
-class _RankResult(unittest.TestResult):
-    """Collects one test's outcome in a rank; pytest.skip() counts as a skip, as in pytest."""
-
-    def addError(self, test, err):
-        reason = _skip_reason(err[1])
-        if reason is not None:
-            self.addSkip(test, reason)
-        else:
-            super().addError(test, err)
-
-
-def _run_test_in_rank(
-    module_name: str, module_file: str | None, class_qualname: str, method_name: str
-):
-    """Rebuild the TestCase in this rank and run it through unittest (setUp, test, tearDown,
-    cleanups, subTests), re-raising its outcome for the harness to report."""
-    module = _import_module(module_name, module_file)
-    cls = functools.reduce(getattr, class_qualname.split("."), module)
-    case = cls(method_name)
-    case.rank = dist.get_rank()
-    # Every rank starts from the same RNG state, as with torch's own TestCase: DDP broadcasts
-    # rank 0's weights, but FSDP1 shards each rank's own copy, so models must be identical.
-    seed_all(0)
-    result = _RankResult()
-    case.run(result)
-    problems = [("raised", text) for _, text in result.errors]
-    problems += [("failed:", text) for _, text in result.failures]
-    problems += [("failed:", "unexpected success") for _ in result.unexpectedSuccesses]
-    if problems:
-        verb, text = problems[0]
-        last_line = text.strip().splitlines()[-1] if text.strip() else "?"
-        report = "\n".join(text for _, text in problems)
-        raise _RankTestFailed(f"{verb} {last_line}", report)
-    if result.skipped:
-        raise unittest.SkipTest(result.skipped[0][1])

@@ -14,7 +14,7 @@ import functools
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
 from test_utils import hardware
-from test_utils.distributed import MultiProcessTestCase, per_rank
+from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
 
 MAX_WORLD_SIZE = 4
 

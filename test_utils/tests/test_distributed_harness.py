@@ -25,14 +25,9 @@ import torch.distributed as dist
 from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
 from test_utils import distributed
-from test_utils.distributed import (
-    MultiProcessTestCase,
-    RankFailure,
-    per_rank,
-    run_ranks,
-    single_process_group,
-)
+from test_utils.distributed import RankFailure, run_ranks, single_process_group
 from test_utils.dtensor import DTensorTestCase, with_comms
+from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
 
 HANG_TIMEOUT_S = 8.0
 # Past the timeout: up to STACK_DUMP_WAIT_S for stack dumps, then kill and reap.
