@@ -111,12 +111,10 @@ class _RankResult(unittest.TestResult):
             super().addError(test, err)
 
 
-def _run_test_in_rank(
-    module_name: str, module_file: str | None, class_qualname: str, method_name: str
-):
+def _run_test_in_rank(module_name: str, file: str | None, class_qualname: str, method_name: str):
     """Rebuild the TestCase in this rank and run it through unittest (setUp, test, tearDown,
     cleanups, subTests), re-raising its outcome for the harness to report."""
-    module = rank_process.import_module(module_name, module_file)
+    module = rank_process.import_module(module_name, file)
     cls = functools.reduce(getattr, class_qualname.split("."), module)
     case = cls(method_name)
     case.rank = dist.get_rank()

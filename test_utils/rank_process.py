@@ -48,8 +48,6 @@ class RankSpec:
 
 
 _stack_file = None  # faulthandler writes here on SIGUSR1; must stay open
-# Its frame is in every stack dump; the parent leaves it out of reports.
-WATCHDOG_FUNCTION = "_kill_group_when_test_process_dies"
 
 
 def main(spec: RankSpec) -> None:
@@ -143,6 +141,10 @@ def _kill_group_when_test_process_dies(test_pid: int, pidfd: int | None) -> None
         while _pid_exists(test_pid):
             time.sleep(1.0)
     os.killpg(0, signal.SIGKILL)
+
+
+# Its frame is in every stack dump; the parent leaves it out of reports.
+WATCHDOG_FUNCTION = _kill_group_when_test_process_dies.__name__
 
 
 def _pid_exists(pid: int) -> bool:

@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
-from test_utils import distributed
+from test_utils import distributed, rank_process
 from test_utils.distributed import RankFailure, run_ranks, single_process_group
 from test_utils.dtensor import DTensorTestCase, with_comms
 from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
@@ -253,6 +253,7 @@ def test_hang_in_collective_times_out_with_stacks_and_kills_grandchildren(tmp_pa
     assert "in _sleep_forever" in sections["rank 2"]
     assert "in all_reduce" in sections["rank 1"]
     assert "rank 0 timed out after 8.0 s (it had returned; stuck in shutdown)" in message
+    assert rank_process.WATCHDOG_FUNCTION not in message  # the harness's own thread is noise
     grandchild = int((tmp_path / "grandchild").read_text())
     assert not _wait_until_gone({grandchild}), "a rank's child outlived it"
 
