@@ -3,7 +3,7 @@
     python3 tools/ci/summarize_testlogs.py BAZEL_OUTPUT.log
 
 Reads the targets Bazel reported as PASSED/FAILED in the given `bazel test` output, then each
-target's test.xml (all shards). Prints one row per target and a closing line
+target's test.xml (all shards of its newest layout). Prints one row per target and a closing line
 "N passed, N failed" (xfail = expected failures, reported separately).
 """
 
@@ -14,6 +14,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 RESULT = re.compile(r"^(//\S+)\s+(?:\(cached\) )?(PASSED|FAILED|TIMEOUT|FLAKY)\b")
+SHARD_DIR = re.compile(r"shard_\d+_of_(\d+)")
 
 
 def targets_in(log: str) -> list[tuple[str, str]]:
@@ -21,9 +22,22 @@ def targets_in(log: str) -> list[tuple[str, str]]:
 
 
 def xml_files(testlogs: pathlib.Path, label: str) -> list[pathlib.Path]:
+    """The target's test.xml, or one per shard, from the newest single-run layout.
+
+    Earlier invocations leave other layouts behind: another shard_count's shard_I_of_N dirs,
+    --runs_per_test's shard_I_of_N_run_J_of_M dirs. Counting them would count cases twice.
+    """
     package, name = label[2:].split(":")
     base = testlogs / package / name
-    return sorted(base.glob("shard_*/test.xml")) or sorted(base.glob("test.xml"))
+    layouts = {}  # shard count (0: unsharded) -> its test.xml files
+    if (base / "test.xml").is_file():
+        layouts[0] = [base / "test.xml"]
+    for path in base.glob("shard_*/test.xml"):
+        if match := SHARD_DIR.fullmatch(path.parent.name):
+            layouts.setdefault(int(match.group(1)), []).append(path)
+    if not layouts:
+        return []
+    return sorted(max(layouts.values(), key=lambda files: max(f.stat().st_mtime for f in files)))
 
 
 def count_cases(files) -> dict:
