@@ -30,12 +30,13 @@ cat "${RESULTS_DIR}/gpu_env.txt"
 
 start=$SECONDS
 set +e
-timeout "${BAZEL_TIMEOUT:-480}" "$BAZEL" test "${flags[@]}" //... 2>&1 | tee "${RESULTS_DIR}/gpu_suite.log"
+timeout "${BAZEL_TIMEOUT:-480}" "$BAZEL" test "${flags[@]}" \
+  --build_event_json_file="${RESULTS_DIR}/gpu_suite.bep.json" //... 2>&1 | tee "${RESULTS_DIR}/gpu_suite.log"
 status=${PIPESTATUS[0]}
 set -e
 echo "bazel exit ${status}, wall $((SECONDS - start)) s" | tee -a "${RESULTS_DIR}/gpu_suite.log"
 
-python3 tools/ci/summarize_testlogs.py "${RESULTS_DIR}/gpu_suite.log" | tee "${RESULTS_DIR}/gpu_cases.txt"
+python3 tools/ci/summarize_testlogs.py "${RESULTS_DIR}/gpu_suite.bep.json" | tee "${RESULTS_DIR}/gpu_cases.txt"
 grep -r "torch_test lease:" bazel-testlogs/ --include=test.log | sed 's|^bazel-testlogs/||' |
   tee "${RESULTS_DIR}/gpu_leases.txt" || true
 tar -czhf "${RESULTS_DIR}/gpu_testlogs.tgz" --ignore-failed-read \

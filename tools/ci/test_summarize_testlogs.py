@@ -1,45 +1,63 @@
 """Self-tests of the CI case counter (tools/ci/summarize_testlogs.py)."""
 
-import os
+import json
+import pathlib
+import tempfile
+import unittest
 
 from tools.ci import summarize_testlogs
 
 LABEL = "//pkg:t"
 
 
-def _write_xml(path, passed: int, mtime: float) -> None:
+def _xml(path: pathlib.Path, passed: int) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     cases = "".join(f'<testcase name="c{i}"/>' for i in range(passed))
     path.write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>")
-    os.utime(path, (mtime, mtime))
+    return path.as_uri()
 
 
-def _passed(testlogs) -> int:
-    files = summarize_testlogs.xml_files(testlogs, LABEL)
-    return summarize_testlogs.count_cases(files)["passed"]
+def _result(shard: int, uri: str) -> str:
+    return json.dumps(
+        {
+            "id": {"testResult": {"label": LABEL, "run": 1, "shard": shard, "attempt": 1}},
+            "testResult": {
+                "status": "PASSED",
+                "testActionOutput": [{"name": "test.xml", "uri": uri}],
+            },
+        }
+    )
 
 
-def test_counts_every_shard_once_and_ignores_runs_per_test_leftovers(tmp_path):
-    base = tmp_path / "pkg" / "t"
-    _write_xml(base / "shard_1_of_2" / "test.xml", 1, 2000)
-    _write_xml(base / "shard_2_of_2" / "test.xml", 3, 2000)
-    for run in (1, 2, 3):
-        _write_xml(base / f"shard_1_of_2_run_{run}_of_3" / "test.xml", 1, 1000)
-        _write_xml(base / f"shard_2_of_2_run_{run}_of_3" / "test.xml", 2, 1000)
-    assert _passed(tmp_path) == 4
+class SummarizeTest(unittest.TestCase):
+    def test_counts_only_the_invocations_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base = pathlib.Path(tmp, "pkg", "t")
+            # Leftovers of earlier invocations, newer on disk: must not be counted.
+            for run in (1, 2, 3):
+                _xml(base / f"shard_1_of_2_run_{run}_of_3" / "test.xml", 5)
+            _xml(base / "test.xml", 7)
+            events = [
+                json.dumps(
+                    {
+                        "id": {"targetConfigured": {"label": LABEL}},
+                        "configured": {"testSize": "SMALL"},
+                    }
+                ),
+                _result(1, _xml(base / "shard_1_of_2" / "test.xml", 1)),
+                _result(2, _xml(base / "shard_2_of_2" / "test.xml", 3)),
+                json.dumps(
+                    {
+                        "id": {"testSummary": {"label": LABEL}},
+                        "testSummary": {"overallStatus": "PASSED"},
+                    }
+                ),
+            ]
+            path = pathlib.Path(tmp, "events.json")
+            path.write_text("\n".join(events) + "\n")
+            target = summarize_testlogs.bep.read(path)[LABEL]
+            self.assertEqual(summarize_testlogs.count_cases(target)["passed"], 4)
 
 
-def test_newest_layout_wins_after_shard_count_changes(tmp_path):
-    base = tmp_path / "pkg" / "t"
-    _write_xml(base / "shard_1_of_2" / "test.xml", 5, 1000)
-    _write_xml(base / "shard_2_of_2" / "test.xml", 5, 1000)
-    _write_xml(base / "test.xml", 7, 2000)  # now unsharded
-    assert _passed(tmp_path) == 7
-    _write_xml(base / "shard_1_of_3" / "test.xml", 1, 3000)
-    _write_xml(base / "shard_2_of_3" / "test.xml", 1, 3000)
-    _write_xml(base / "shard_3_of_3" / "test.xml", 1, 3000)
-    assert _passed(tmp_path) == 3
-
-
-def test_a_target_without_logs_counts_nothing(tmp_path):
-    assert summarize_testlogs.xml_files(tmp_path, LABEL) == []
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,188 @@
+"""Bazel test results, read from the build event protocol: the one reader of Bazel results here.
+
+    tools/bazel test --build_event_json_file=events.json //...
+    targets = bep.read("events.json")        # {label: Target}, in label order
+    for target in targets.values():
+        target.status, target.cached          # "PASSED", True
+        target.final_attempts()               # last attempt of every (shard, run)
+        target.xml_files(), target.log_files()
+
+Why the BEP and not bazel-testlogs: the directory holds every layout an output base ever had
+(other shard counts, --runs_per_test and --flaky_test_attempts leftovers) and nothing about
+targets that never ran; the BEP names exactly this invocation's targets and files.
+Hand-written because Bazel 4.2.3 offline has no BEP client library; the JSON form is
+newline-delimited BuildEvent messages (proto3 JSON: camelCase, zero values and empty fields
+omitted, int64 as strings).
+
+What Bazel 4.2.3 writes (checked on this repository's targets):
+- tested target: `targetCompleted` announces `testResult` + `testSummary` children; every
+  attempt posts `testResult` {run, shard, attempt} (1-based, also when unsharded) with
+  `testActionOutput` file URIs (test.log, test.xml; earlier --flaky_test_attempts under
+  `test_attempts/attempt_N.*`), `status`, `testAttemptDurationMillis`, `cachedLocally` (or
+  `executionInfo.cachedRemotely`); `testSummary.overallStatus` is PASSED, FLAKY, FAILED, ...
+- incompatible target (SKIPPED): `targetCompleted` with `aborted.reason` SKIPPED, no test events.
+- build failure: `targetCompleted.completed` without `success`, no test events (FAILED TO BUILD).
+- build stopped before testing: `aborted` with no reason, or events announced and never
+  posted (NO STATUS).
+- a test target left out by --test_tag_filters is completed without test children: not listed.
+"""
+
+import dataclasses
+import json
+import pathlib
+import urllib.parse
+import urllib.request
+
+SKIPPED = "SKIPPED"
+NO_STATUS = "NO STATUS"
+FAILED_TO_BUILD = "FAILED TO BUILD"
+# Statuses of a target whose tests all ran and passed (FLAKY: passed on a retry).
+GREEN = ("PASSED", "FLAKY")
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """One test action: a shard of a run, one attempt of it."""
+
+    shard: int
+    run: int
+    attempt: int
+    status: str
+    cached: bool
+    duration_s: float
+    outputs: dict  # name (test.log, test.xml, ...) -> pathlib.Path
+
+    @property
+    def xml(self) -> pathlib.Path | None:
+        return self.outputs.get("test.xml")
+
+    @property
+    def log(self) -> pathlib.Path | None:
+        return self.outputs.get("test.log")
+
+
+@dataclasses.dataclass
+class Target:
+    label: str
+    status: str = NO_STATUS
+    attempts: list = dataclasses.field(default_factory=list)
+    shard_count: int = 1
+    run_count: int = 1
+
+    @property
+    def cached(self) -> bool:
+        """Bazel's "(cached)": every attempt's result came from a cache."""
+        return bool(self.attempts) and all(a.cached for a in self.attempts)
+
+    @property
+    def green(self) -> bool:
+        return self.status in GREEN
+
+    def final_attempts(self) -> list[Attempt]:
+        """The last attempt of every (shard, run), by shard then run."""
+        last = {}
+        for a in self.attempts:
+            key = (a.shard, a.run)
+            if key not in last or a.attempt > last[key].attempt:
+                last[key] = a
+        return [last[k] for k in sorted(last)]
+
+    def xml_files(self) -> list[pathlib.Path]:
+        return [a.xml for a in self.final_attempts() if a.xml and a.xml.is_file()]
+
+    def log_files(self) -> list[pathlib.Path]:
+        return [a.log for a in self.final_attempts() if a.log and a.log.is_file()]
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds of test actions behind this result (all final shards and runs)."""
+        return sum(a.duration_s for a in self.final_attempts())
+
+
+def _path(uri: str) -> pathlib.Path:
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme != "file":
+        # bytestream:// (remote execution without downloads) has no local file.
+        raise ValueError(f"not a local file: {uri}")
+    return pathlib.Path(urllib.request.url2pathname(parsed.path))
+
+
+def _outputs(files: list) -> dict:
+    outputs = {}
+    for f in files:
+        try:
+            outputs[f["name"]] = _path(f["uri"])
+        except ValueError:
+            continue
+    return outputs
+
+
+def _status_name(overall: str) -> str:
+    return overall.replace("_", " ")  # NO_STATUS -> NO STATUS, as Bazel prints it
+
+
+def parse(lines) -> dict[str, Target]:
+    """Targets from BEP JSON lines (see the module docstring)."""
+    targets: dict[str, Target] = {}
+    is_test: set[str] = set()  # configured with a test size
+    announced: set[str] = set()  # a testSummary child was announced: Bazel meant to test it
+    summarized: set[str] = set()
+
+    def target(label: str) -> Target:
+        return targets.setdefault(label, Target(label))
+
+    for line in lines:
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        kind, event_id = next(iter(event["id"].items()))
+        if kind == "targetConfigured":
+            if "testSize" in event.get("configured", {}):
+                is_test.add(event_id["label"])
+        elif kind == "targetCompleted":
+            label = event_id["label"]
+            if any("testSummary" in child for child in event.get("children", [])):
+                announced.add(label)
+            if label not in is_test:
+                continue  # a library or binary, not a test
+            if "aborted" in event:
+                reason = event["aborted"].get("reason", "")
+                target(label).status = SKIPPED if reason == SKIPPED else NO_STATUS
+            elif not event.get("completed", {}).get("success"):
+                target(label).status = FAILED_TO_BUILD
+        elif kind == "testResult" and "testResult" in event:
+            result = event["testResult"]
+            execution = result.get("executionInfo", {})
+            target(event_id["label"]).attempts.append(
+                Attempt(
+                    shard=int(event_id.get("shard", 1)),
+                    run=int(event_id.get("run", 1)),
+                    attempt=int(event_id.get("attempt", 1)),
+                    status=result.get("status", NO_STATUS),
+                    cached=bool(result.get("cachedLocally") or execution.get("cachedRemotely")),
+                    duration_s=int(result.get("testAttemptDurationMillis", 0)) / 1000,
+                    outputs=_outputs(result.get("testActionOutput", [])),
+                )
+            )
+        elif kind == "testSummary":
+            label = event_id["label"]
+            summary = event.get("testSummary")
+            t = target(label)
+            summarized.add(label)
+            # An aborted summary (the build stopped) carries no status: NO STATUS.
+            t.status = _status_name(summary["overallStatus"]) if summary else NO_STATUS
+            if summary:
+                t.shard_count = int(summary.get("shardCount", 1))
+                t.run_count = int(summary.get("runCount", 1))
+
+    # Announced but never summarized: the build stopped before the test finished.
+    for label in announced - summarized:
+        target(label).status = NO_STATUS
+    # Targets completed without test children (e.g. left out by --test_tag_filters) were never
+    # added: Bazel does not list them either.
+    return dict(sorted(targets.items()))
+
+
+def read(path) -> dict[str, Target]:
+    with open(path) as f:
+        return parse(f)

@@ -1,0 +1,71 @@
+"""Test cases of a test.xml as pytest writes it (the runner's --junitxml, xunit1 family).
+
+    for case in junit.cases(path):
+        case.id, case.outcome, case.time_s, case.message
+
+Outcomes, from how pytest encodes them:
+  passed   no child element (also a non-strict xfail test that passed: pytest writes a pass)
+  failed   <failure>, except the two unexpected-success forms below
+  error    <error> (setup/teardown errors, collection errors)
+  skipped  <skipped>
+  xfail    <skipped type="pytest.xfail">: an expected failure that failed
+  xpass    an expected failure that passed and failed the run: <failure> "[XPASS(strict)] ..."
+           (pytest xfail strict) or "Unexpected success" (unittest.expectedFailure), or
+           <skipped> "xfail-marked test passes unexpectedly" (older pytest)
+"""
+
+import dataclasses
+import pathlib
+import xml.etree.ElementTree as ET
+
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
+_XPASS_PREFIXES = ("[XPASS(strict)]", "Unexpected success", "xfail-marked test passes unexpectedly")
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    classname: str
+    name: str
+    file: str
+    outcome: str
+    time_s: float
+    message: str  # first line of the failure/error/skip message ("" when passed)
+
+    @property
+    def id(self) -> str:
+        """Unique within a target: `classname::name`."""
+        return f"{self.classname}::{self.name}" if self.classname else self.name
+
+
+def _outcome(case: ET.Element) -> tuple[str, str]:
+    for tag in ("failure", "error", "skipped"):
+        child = case.find(tag)
+        if child is None:
+            continue
+        message = child.get("message") or (child.text or "").strip()
+        first = message.strip().splitlines()[0] if message.strip() else ""
+        if first.startswith(_XPASS_PREFIXES):
+            return "xpass", first
+        if tag == "failure":
+            return "failed", first
+        if tag == "error":
+            return "error", first
+        return ("xfail" if child.get("type") == "pytest.xfail" else "skipped"), first
+    return "passed", ""
+
+
+def cases(path: pathlib.Path) -> list[Case]:
+    found = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        outcome, message = _outcome(case)
+        found.append(
+            Case(
+                classname=case.get("classname", ""),
+                name=case.get("name", ""),
+                file=case.get("file", ""),
+                outcome=outcome,
+                time_s=float(case.get("time") or 0),
+                message=message,
+            )
+        )
+    return found

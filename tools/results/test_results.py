@@ -1,0 +1,134 @@
+"""Self-tests of tools/results: BEP files recorded from Bazel 4.2.3, and pytest's JUnit forms."""
+
+import pathlib
+import tempfile
+import unittest
+
+from tools.results import bep, junit
+
+TESTDATA = pathlib.Path(__file__).resolve().parent / "testdata"
+
+
+def _read(name: str, testlogs: pathlib.Path = pathlib.Path("/TESTLOGS")) -> dict:
+    text = (TESTDATA / f"{name}.json").read_text()
+    return bep.parse(text.replace("file:///TESTLOGS/", f"file://{testlogs}/").splitlines())
+
+
+class BepTest(unittest.TestCase):
+    def test_sharded_target_fresh_then_cached(self):
+        for name, cached in (("sharded_fresh", False), ("sharded_cached", True)):
+            targets = _read(name)
+            self.assertEqual(
+                list(targets), ["//tools/selftest:probe_plain", "//tools/selftest:probe_shards"]
+            )
+            shards = targets["//tools/selftest:probe_shards"]
+            self.assertEqual(
+                (shards.status, shards.cached, shards.shard_count), ("PASSED", cached, 3)
+            )
+            self.assertEqual(
+                [(a.shard, a.run) for a in shards.final_attempts()], [(1, 1), (2, 1), (3, 1)]
+            )
+            self.assertEqual(
+                shards.final_attempts()[1].xml,
+                pathlib.Path("/TESTLOGS/tools/selftest/probe_shards/shard_2_of_3/test.xml"),
+            )
+
+    def test_every_run_of_runs_per_test(self):
+        shards = _read("runs_per_test")["//tools/selftest:probe_shards"]
+        self.assertEqual(shards.run_count, 2)
+        self.assertEqual(len(shards.final_attempts()), 6)
+        self.assertIn(
+            pathlib.Path("/TESTLOGS/tools/selftest/probe_shards/shard_3_of_3_run_2_of_2/test.log"),
+            [a.log for a in shards.final_attempts()],
+        )
+
+    def test_flaky_attempts_keep_the_last_one(self):
+        shards = _read("failed_with_flaky_attempts")["//tools/selftest:probe_shards"]
+        self.assertEqual(shards.status, "FAILED")
+        self.assertEqual(len(shards.attempts), 6)
+        final = shards.final_attempts()
+        self.assertEqual([a.attempt for a in final], [2, 2, 2])
+        self.assertEqual(final[0].log.name, "test.log")  # earlier ones: test_attempts/attempt_1.log
+
+    def test_incompatible_target_is_skipped_and_filtered_tests_are_not_listed(self):
+        targets = _read("incompatible_skipped")
+        # test_aot_autograd & co. were left out by --test_tag_filters=gpu: not results.
+        self.assertEqual(
+            {k: t.status for k, t in targets.items()},
+            {"//dynamo_tests:test_recompile_ux_gpu": "SKIPPED"},
+        )
+
+    def test_build_failure_and_no_status(self):
+        targets = _read("failed_to_build")
+        # The failed genrule //fixture:broken is no test: only the tests are listed.
+        self.assertEqual(
+            {k: t.status for k, t in targets.items()},
+            {"//fixture:t_broken": "FAILED TO BUILD", "//fixture:t_ok": "PASSED"},
+        )
+        targets = _read("no_status")
+        self.assertEqual(targets["//fixture:t_broken"].status, "NO STATUS")
+        self.assertEqual(
+            (targets["//fixture:t_ok"].status, targets["//fixture:t_ok"].cached), ("PASSED", True)
+        )
+
+    def test_announced_summary_never_posted_is_no_status(self):
+        lines = [
+            line
+            for line in (TESTDATA / "sharded_fresh.json").read_text().splitlines()
+            if '"testSummary":{"totalRunCount"' not in line
+        ]
+        self.assertEqual(bep.parse(lines)["//tools/selftest:probe_plain"].status, "NO STATUS")
+
+    def test_xml_files_exist_on_disk(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            xml = pathlib.Path(tmp, "tools/selftest/probe_plain/test.xml")
+            xml.parent.mkdir(parents=True)
+            xml.write_text("<testsuites/>")
+            targets = _read("sharded_fresh", pathlib.Path(tmp))
+            self.assertEqual(targets["//tools/selftest:probe_plain"].xml_files(), [xml])
+            self.assertEqual(targets["//tools/selftest:probe_shards"].xml_files(), [])
+
+
+JUNIT = (
+    '<testsuites><testsuite name="t">'
+    '<testcase classname="m.C" name="test_pass" file="m.py" time="1.5"/>'
+    '<testcase classname="m.C" name="test_fail" time="2">'
+    '<failure message="AssertionError: 1 != 2&#10;more">tb</failure></testcase>'
+    '<testcase classname="m.C" name="test_error"><error message="error in setup">tb</error>'
+    "</testcase>"
+    '<testcase classname="m.C" name="test_skip">'
+    '<skipped type="pytest.skip" message="no gpu">x</skipped></testcase>'
+    '<testcase classname="m.C" name="test_xfail">'
+    '<skipped type="pytest.xfail" message="known bug"/></testcase>'
+    '<testcase classname="m.C" name="test_xpass_strict">'
+    '<failure message="[XPASS(strict)] known bug"/></testcase>'
+    '<testcase classname="m.C" name="test_unexpected">'
+    '<failure message="Unexpected success"/></testcase>'
+    "</testsuite></testsuites>"
+)
+
+
+class JunitTest(unittest.TestCase):
+    def test_outcomes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp, "test.xml")
+            path.write_text(JUNIT)
+            found = {c.name: (c.outcome, c.message) for c in junit.cases(path)}
+            cases = junit.cases(path)
+        self.assertEqual(
+            found,
+            {
+                "test_pass": ("passed", ""),
+                "test_fail": ("failed", "AssertionError: 1 != 2"),
+                "test_error": ("error", "error in setup"),
+                "test_skip": ("skipped", "no gpu"),
+                "test_xfail": ("xfail", "known bug"),
+                "test_xpass_strict": ("xpass", "[XPASS(strict)] known bug"),
+                "test_unexpected": ("xpass", "Unexpected success"),
+            },
+        )
+        self.assertEqual((cases[0].id, cases[0].time_s), ("m.C::test_pass", 1.5))
+
+
+if __name__ == "__main__":
+    unittest.main()
