@@ -23,6 +23,7 @@ tolerance at 1e-4. The seed's hf_bert_fsdp skip ("Inaccurate results with fused 
 is dropped for the same reason.
 """
 
+import collections
 import contextlib
 import copy
 import functools
@@ -50,7 +51,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils import _pytree as pytree
 
 from test_utils.distributed import single_process_group
-from test_utils.dynamo import DynamoTestCase
+from test_utils.dynamo import DynamoTestCase, graph_break_types
 from test_utils.hardware import requires_gpus, requires_nccl, requires_triton
 from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
 from test_utils.numerics import deterministic_numerics, seed_all
@@ -626,12 +627,16 @@ class TestSingleProc(DynamoTestCase):
         torch.testing.assert_close(out, expected)
         torch.testing.assert_close(grad, expected_grad)
         # 8 MB per checkpointed block against 1 MB buckets: split, each block kept whole.
-        self.assertGreater(cnt.frame_count, 1)
-        checkpoints = [
-            n for gm in cnt.graphs for n in gm.graph.nodes if n.target is tag_activation_checkpoint
+        checkpoints_per_graph = [
+            sum(1 for n in gm.graph.nodes if n.target is tag_activation_checkpoint)
+            for gm in cnt.graphs
         ]
-        self.assertEqual(len(checkpoints), 2)
+        # Measured (one-rank gloo, torch 2.13 and 2.14): DDPOptimizer hands the backend two
+        # subgraphs, one checkpoint each.
+        self.assertEqual(cnt.frame_count, 2)
+        self.assertEqual(checkpoints_per_graph, [1, 1])
 
+    @requires_triton  # the seed's default backend: inductor
     def test_fsdp_orig_params_assert(self):
         # Changed: the seed expected AssertionError("Dynamo only supports FSDP with
         # use_orig_params=True") from the call. Dynamo now reports it as a graph break
@@ -641,11 +646,11 @@ class TestSingleProc(DynamoTestCase):
         fsdp_m = FSDP(m, use_orig_params=False)
         message = "Dynamo only supports FSDP with use_orig_params=True"
         with self.assertRaisesRegex(torch._dynamo.exc.Unsupported, message):
-            torch.compile(fsdp_m, backend="eager", fullgraph=True)(inputs)
+            torch.compile(fsdp_m, fullgraph=True)(inputs)
 
         torch._dynamo.reset()
         counters.clear()
-        outputs = torch.compile(fsdp_m, backend="eager")(inputs)
+        outputs = torch.compile(fsdp_m)(inputs)
         self.assertTrue(same(correct_outputs, outputs))
         self.assertTrue(any(message in reason for reason in counters["graph_break"]))
 
@@ -689,13 +694,15 @@ class TestSingleProc(DynamoTestCase):
 
             guards = _GUARDS_OUT.getvalue()
             self.assertIn("""local "L['self']" TYPE_MATCH""", guards)
-            # The compiled frame's self is the inner model, or FSDP itself when dynamo traces
-            # through FSDP's forward into the wrapped module.
-            prefix = r"""L\['self'\](?:\._modules\['_fsdp_wrapped_module'\])?"""
-            for submodule in (r"\._modules\['net'\]", r"\._modules\['net'\]\._modules\['0'\]"):
-                pattern = rf'(\S+) "{prefix}{submodule}" TYPE_MATCH'
-                sources = set(re.findall(pattern, guards))
-                self.assertEqual(sources, {expected_source}, f"{submodule}:\n{guards}")
+            # The compiled frame is the wrapped model's forward (dynamo does not trace FSDP's
+            # own forward), so its submodules hang directly off L['self'] (measured with FSDP on
+            # one-rank gloo, torch 2.13 and 2.14).
+            for path in (
+                """L['self']._modules['net']""",
+                """L['self']._modules['net']._modules['0']""",
+            ):
+                sources = set(re.findall(rf'(\S+) "{re.escape(path)}" TYPE_MATCH', guards))
+                self.assertEqual(sources, {expected_source}, f"{path}:\n{guards}")
 
     def test_fsdp_skip_register_attr_or_module(self):
         # FSDP-managed parameters are graph inputs, never get_attr nodes of the fx graph.
@@ -828,6 +835,18 @@ _GUARDS_OUT = io.StringIO()
 # ---------------------------------------------------------------------------------------------
 # multi_gpu tests: 2 ranks, one process each
 
+# test_fsdp_setattr, per device type: (frames compiled, ops in them, graph breaks by type).
+# One graph of MutatingModel's 4 linear + 4 relu + the multiplication by the new state.
+# cpu: measured with this test's class on 2 gloo ranks with FSDP on the CPU (scratch run,
+#   torch 2.13 and 2.14): FSDP's lazy init calls torch.cpu.is_available(), a torch.* call
+#   returning a bool, which dynamo does not fold; `_is_root` is set after it, eagerly.
+# cuda: reasoned, first measured by the multi-GPU run: dynamo folds torch.cuda.is_available()
+#   and traces torch.cuda streams, so no graph break is expected.
+FSDP_SETATTR_EXPECTED = {
+    "cpu": (1, 9, collections.Counter({"torch.* op returned non-Tensor": 1})),
+    "cuda": (1, 9, collections.Counter()),
+}
+
 
 @requires_gpus(2)
 @requires_nccl
@@ -930,18 +949,19 @@ class TestMultiProc(DynamoTestCase, MultiProcessTestCase):
     def test_fsdp_setattr(self):
         # Changed: the seed read CompileProfiler's report, retired in torch 2.5 (its graph-break
         # data now lives in dynamo's counters). Fact kept: setting `state` on the FSDP-managed
-        # module and FSDP's own `_is_root` do not graph break, and the mutation takes effect.
+        # module and FSDP's own `_is_root` compile without graph breaking, and MutatingModel's
+        # forward is compiled (an eager fallback compiles no graph): see FSDP_SETATTR_EXPECTED.
         m, inputs, correct_outputs = get_mutating_model(self.device)
         m.state = 1  # the eager reference run set it to 2 already
         fsdp_m = FSDP(m, use_orig_params=True)
         counters.clear()
-        outputs = torch.compile(fsdp_m, backend="eager")(inputs)
+        cnt = torch._dynamo.testing.CompileCounterWithBackend("eager")
+        outputs = torch.compile(fsdp_m, backend=cnt)(inputs)
         self.assertTrue(same(correct_outputs, outputs))
         self.assertEqual(m.state, 2)
-        breaks = list(counters["graph_break"])
-        for attribute in ("state", "_is_root"):
-            offending = [r for r in breaks if re.search(rf"\b{attribute}\b", r) and "setattr" in r]
-            self.assertFalse(offending, f"setattr of {attribute} graph-broke: {offending}")
+        measured = (cnt.frame_count, cnt.op_count, graph_break_types())
+        expected = FSDP_SETATTR_EXPECTED[self.device.type]
+        self.assertEqual(measured, expected, f"(frames, ops, breaks) measured: {measured}")
 
     @requires_triton
     @per_rank

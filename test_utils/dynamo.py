@@ -4,6 +4,7 @@ Uses only torch._dynamo's own modules (no torch.testing._internal), so tests als
 without `expecttest`.
 """
 
+import collections
 import contextlib
 import logging
 import re
@@ -41,6 +42,21 @@ class DynamoTestCase(unittest.TestCase):
 def compile_counter() -> torch._dynamo.testing.CompileCounter:
     """A backend that runs graphs eagerly and counts frames (`frame_count`) and ops (`op_count`)."""
     return torch._dynamo.testing.CompileCounter()
+
+
+def graph_break_types() -> collections.Counter:
+    """Graph breaks dynamo recorded (since its counters were last cleared), counted by type.
+
+    Dynamo writes every graph-break message with `exc.format_graph_break_message`: the break's
+    type (its `gb_type` in torch's graph-break registry, e.g. "torch.* op returned non-Tensor")
+    on the first line, then explanation, hints and debug context. Counting by type keeps a test
+    independent of how the explanations are worded.
+    """
+    types = collections.Counter()
+    for message, count in torch._dynamo.utils.counters["graph_break"].items():
+        if count:
+            types[message.splitlines()[0]] += count
+    return types
 
 
 class LogRecords(list):
