@@ -33,6 +33,7 @@ import re
 import unittest
 from unittest.mock import patch
 
+import pytest
 import torch
 import torch._dynamo
 import torch._dynamo.testing
@@ -47,6 +48,7 @@ from torch._higher_order_ops.wrap import tag_activation_checkpoint
 from torch.distributed._functional_collectives import _maybe_wrap_tensor
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy, transformer_auto_wrap_policy
+from torch.nn.attention import SDPBackend
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils import _pytree as pytree
 
@@ -54,7 +56,8 @@ from test_utils.distributed import single_process_group
 from test_utils.dynamo import DynamoTestCase, graph_break_types
 from test_utils.hardware import requires_gpus, requires_nccl, requires_triton
 from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
-from test_utils.numerics import deterministic_numerics, seed_all
+from test_utils.numerics import deterministic_numerics, max_abs_diff, seed_all
+from test_utils.versions import by_torch_version
 
 BERT_SEED = 1337
 
@@ -204,11 +207,15 @@ def get_custom_model(device):
     return model, inputs, model(*inputs)
 
 
-def get_hf_bert(device, *, rank=0):
-    """A randomly initialised BERT masked-LM (built from its config, nothing downloaded)."""
+def get_hf_bert(device, *, rank=0, dropout=True):
+    """A randomly initialised BERT masked-LM (built from its config, nothing downloaded).
+
+    dropout=False zeroes BertConfig's hidden and attention dropout probabilities.
+    """
     from transformers import AutoModelForMaskedLM, BertConfig
 
-    batch_size, max_length, config = 4, 512, BertConfig()
+    probs = {} if dropout else {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+    batch_size, max_length, config = 4, 512, BertConfig(**probs)
     seed_all(0)  # identical weights on every rank
     model = AutoModelForMaskedLM.from_config(config).to(device)
     seed_all(100 + rank)  # different batches per rank
@@ -259,7 +266,15 @@ def detached_copy(tree):
 
 
 def assert_same_results(test, expected, actual, tol=1e-4):
-    """`same(expected, actual, tol)`, naming the mismatching leaves when it fails."""
+    """`same(expected, actual, tol)`, naming the mismatching leaves when it fails.
+
+    The largest absolute difference over all leaves is recorded as the test case's
+    `max_abs_diff` property (test.xml) where the test case records properties.
+    """
+    diff = max_abs_diff(expected, actual)
+    record_property = getattr(test, "record_property", None)
+    if record_property is not None:
+        record_property("max_abs_diff", f"{diff:.3g}")
     if same(expected, actual, tol=tol):
         return
     flat_expected, _ = pytree.tree_flatten_with_path(expected)
@@ -269,7 +284,9 @@ def assert_same_results(test, expected, actual, tol=1e-4):
         if isinstance(ref, torch.Tensor) and not same(ref, res, tol=tol):
             diff = (ref.double() - res.double()).abs().max().item()
             bad.append(f"{pytree.keystr(path)}: max abs diff {diff:.3g}")
-    test.fail(f"{len(bad)} results differ at tol={tol}: " + "; ".join(bad[:8]))
+    test.fail(
+        f"{len(bad)} results differ at tol={tol}, max abs diff {diff:.3g}: " + "; ".join(bad[:8])
+    )
 
 
 def bert_step(model, inputs):
@@ -280,15 +297,17 @@ def bert_step(model, inputs):
     return outputs, outputs.loss
 
 
-def run_hf_bert_ddp(test, model, inputs, backend):
+def run_hf_bert_ddp(test, model, inputs, backend, sdpa_backend=None):
     """Eager and compiled training steps of the same (DDP-wrapped) model must agree.
+
+    Attention runs on `sdpa_backend` alone (default: the math kernel; deterministic_numerics).
 
     Unlike the seed, the eager results are copied and the gradients cleared before the compiled
     step: both steps use the same parameters, so otherwise the compiled step accumulated into the
     eager gradients and the gradient comparison compared each tensor with itself.
     """
     flat_inputs = list(inputs.values())
-    with deterministic_numerics():
+    with deterministic_numerics(sdpa_backend):
         outputs, loss = bert_step(model, inputs)
         expected = detached_copy(collect_results(model, outputs.logits, loss, flat_inputs))
         model.zero_grad(set_to_none=True)
@@ -313,11 +332,37 @@ def run_hf_bert_fsdp(test, model, inputs, wrap):
     assert_same_results(test, expected, actual)
 
 
+# Fused attention under compile. BERT runs in fp32 as in the seed; of the fused SDPA kernels only
+# the memory-efficient one takes fp32 (flash and cuDNN attention take fp16/bf16 alone), so that
+# is the fused kernel these runs pin. Dropout is off: fused kernels draw their dropout masks
+# inside the kernel, so eager and compiled runs cannot share them (measured on H200, torch 2.11,
+# fake DDP, aot_eager, dropout on: logits differed by up to 2.04).
+FUSED_SDPA = SDPBackend.EFFICIENT_ATTENTION
+
+# Backends whose fused-attention step is known to miss the seed's tol=1e-4, with the measured
+# max abs diff in the reason (the test then xfails strictly: a release that fixes it fails the
+# run until its entry is removed). Empty: every backend is expected to match.
+FUSED_SDPA_KNOWN_DIVERGENCE = by_torch_version({"2.11": {}})
+
+
+def xfail_if_known_divergence(backend):
+    reason = FUSED_SDPA_KNOWN_DIVERGENCE.get(backend)
+    return pytest.mark.xfail(reason is not None, reason=str(reason), strict=True)
+
+
+class RecordsProperties:
+    """Gives unittest-style tests pytest's record_property (test.xml <property> entries)."""
+
+    @pytest.fixture(autouse=True)
+    def _bind_record_property(self, record_property):
+        self.record_property = record_property
+
+
 # ---------------------------------------------------------------------------------------------
 # cpu (and one gpu) tests: DDPOptimizer without a process group
 
 
-class TestFakeDistributedSingleProc(DynamoTestCase):
+class TestFakeDistributedSingleProc(RecordsProperties, DynamoTestCase):
     @requires_gpus(1)
     @requires_triton
     @patch.object(config, "optimize_ddp", True)
@@ -326,9 +371,19 @@ class TestFakeDistributedSingleProc(DynamoTestCase):
         model, inputs = get_hf_bert("cuda:0")
         run_hf_bert_ddp(self, FakeDDP(model), inputs, "inductor")
 
+    @requires_gpus(1)
+    @requires_triton
+    @xfail_if_known_divergence("inductor")
+    @patch.object(config, "optimize_ddp", True)
+    @patch.object(torch._inductor.config, "fallback_random", True)
+    def test_hf_bert_ddp_inductor_fused_sdpa(self):
+        model, inputs = get_hf_bert("cuda:0", dropout=False)
+        run_hf_bert_ddp(self, FakeDDP(model), inputs, "inductor", sdpa_backend=FUSED_SDPA)
+
     @patch.object(config, "optimize_ddp", True)
     def test_hf_bert_ddp_aot_eager(self):
-        # CPU: ~65 s and ~7 GB RSS.
+        # CPU: ~65 s and ~7 GB RSS. TestFakeDistributedSingleProcGpu runs it on cuda:0 (the seed's
+        # device).
         model, inputs = get_hf_bert("cpu")
         run_hf_bert_ddp(self, FakeDDP(model), inputs, "aot_eager")
 
@@ -388,6 +443,22 @@ class TestFakeDistributedSingleProc(DynamoTestCase):
         model = FakeDDP(Model())
         x = torch.randn(2, 129, 100, 96)
         torch.testing.assert_close(torch.compile(model)(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+@requires_gpus(1)
+class TestFakeDistributedSingleProcGpu(RecordsProperties, DynamoTestCase):
+    """The seed ran test_hf_bert_ddp_aot_eager on cuda:0; the cpu class keeps a CPU run."""
+
+    @patch.object(config, "optimize_ddp", True)
+    def test_hf_bert_ddp_aot_eager(self):
+        model, inputs = get_hf_bert("cuda:0")
+        run_hf_bert_ddp(self, FakeDDP(model), inputs, "aot_eager")
+
+    @xfail_if_known_divergence("aot_eager")
+    @patch.object(config, "optimize_ddp", True)
+    def test_hf_bert_ddp_aot_eager_fused_sdpa(self):
+        model, inputs = get_hf_bert("cuda:0", dropout=False)
+        run_hf_bert_ddp(self, FakeDDP(model), inputs, "aot_eager", sdpa_backend=FUSED_SDPA)
 
 
 # ---------------------------------------------------------------------------------------------
