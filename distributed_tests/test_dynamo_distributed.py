@@ -1,9 +1,10 @@
 """torch.compile with DDP and FSDP: graph splitting, guards, and compiled-vs-eager parity.
 
 Seed: pytorch test/distributed/test_dynamo_distributed.py. Variants:
-  cpu        TestFakeDistributedSingleProc (FakeDDP, no process group), except its inductor test
-  gpu        TestFakeDistributedSingleProc.test_hf_bert_ddp_inductor, and TestSingleProc
-             (one process, world_size=1 NCCL group)
+  cpu        TestFakeDistributedSingleProc (FakeDDP, no process group), except its gpu tests
+  gpu        TestFakeDistributedSingleProc's inductor BERT tests, TestFakeDistributedSingleProcGpu
+             (the seed's fake-DDP aot_eager BERT on cuda:0), and TestSingleProc (one process,
+             world_size=1 NCCL group)
   multi_gpu  TestMultiProc (2 ranks, one process per rank, NCCL)
 
 Where torch changed on purpose the tests assert today's behaviour (see each test's comment):
@@ -17,10 +18,12 @@ BERT comparisons: transformers now runs BERT attention through scaled_dot_produc
 With dropout on and fused SDPA kernels on the GPU, eager and compiled runs draw different
 attention-dropout masks inside the fused kernel: measured on H200 (torch 2.11, fake DDP,
 aot_eager), logits differed by up to 2.04, not by rounding. With math SDPA alone the same run
-matches at the seed's tol=1e-4. So these runs use math SDPA and full-fp32 matmuls
+matches at the seed's tol=1e-4. So the seed's runs use math SDPA and full-fp32 matmuls
 (deterministic_numerics) and reseed the RNGs before each run, keeping dropout on and the
-tolerance at 1e-4. The seed's hf_bert_fsdp skip ("Inaccurate results with fused SDPA kernels")
-is dropped for the same reason.
+tolerance at 1e-4; the *_fused_sdpa tests run the fused kernel with dropout off at the same
+tolerance (see FUSED_SDPA). Every comparison prints and records (test.xml property
+max_abs_diff) its largest difference. The seed's hf_bert_fsdp skip ("Inaccurate results with
+fused SDPA kernels") is dropped for the same reason.
 """
 
 import collections
@@ -272,6 +275,7 @@ def assert_same_results(test, expected, actual, tol=1e-4):
     `max_abs_diff` property (test.xml) where the test case records properties.
     """
     diff = max_abs_diff(expected, actual)
+    print(f"{test.id()}: max abs diff {diff:.3g} (tol={tol})")  # shown by pytest -s / -rP
     record_property = getattr(test, "record_property", None)
     if record_property is not None:
         record_property("max_abs_diff", f"{diff:.3g}")
