@@ -286,8 +286,7 @@ def assert_same_results(test, expected, actual, tol=1e-4):
     bad = []
     for (path, ref), (_, res) in zip(flat_expected, flat_actual, strict=False):
         if isinstance(ref, torch.Tensor) and not same(ref, res, tol=tol):
-            diff = (ref.double() - res.double()).abs().max().item()
-            bad.append(f"{pytree.keystr(path)}: max abs diff {diff:.3g}")
+            bad.append(f"{pytree.keystr(path)}: max abs diff {max_abs_diff(ref, res):.3g}")
     test.fail(
         f"{len(bad)} results differ at tol={tol}, max abs diff {diff:.3g}: " + "; ".join(bad[:8])
     )
