@@ -8,7 +8,11 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
 - A process sharing GPUs with other tests (TORCH_TEST_SLOTS_PER_GPU > 1) caps its memory.
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
-  declared with markers (Bazel then schedules or skips the whole target) instead.
+  declared with markers (Bazel then schedules or skips the whole target) instead. So do an
+  xfail that never ran its test (`run=False`, or `pytest.xfail()` during setup), a module
+  skipped at import (`pytest.importorskip` at module level; the reason names the module) and
+  an unexpected pass of an xfail-marked test (XPASS, as if every xfail were strict). An
+  expected failure that ran and failed is tested behaviour and passes.
 """
 
 import os
@@ -78,19 +82,33 @@ def pytest_runtest_setup(item):
 class _SkipAudit:
     def __init__(self):
         self.skipped = []
+        self.xpassed = []
         self.ran = 0
 
-    def pytest_runtest_logreport(self, report):
-        if report.skipped and not hasattr(report, "wasxfail"):
+    def pytest_collectreport(self, report):
+        if report.skipped:  # a whole module, e.g. pytest.importorskip at module level
             self.skipped.append((report.nodeid, _skip_reason(report)))
+
+    def pytest_runtest_logreport(self, report):
+        xfail = getattr(report, "wasxfail", None)
+        if report.skipped and (xfail is None or report.when == "setup"):
+            # A plain skip, or an xfail that stopped the test before it ran (run=False).
+            self.skipped.append((report.nodeid, xfail or _skip_reason(report)))
+        elif report.passed and xfail is not None and report.when == "call":
+            self.xpassed.append((report.nodeid, xfail))
         elif report.when == "call":
             self.ran += 1
 
     def pytest_sessionfinish(self, session, exitstatus):
-        if self.skipped and exitstatus == pytest.ExitCode.OK:
+        if (self.skipped or self.xpassed) and exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter):
+        if self.xpassed:
+            terminalreporter.section("unexpected passes (XPASS) fail this target", red=True)
+            for nodeid, reason in self.xpassed:
+                terminalreporter.line(f"{nodeid}: expected to fail ({reason}) but passed")
+            terminalreporter.line("Remove the xfail marker, or fix what it expects.")
         if not self.skipped:
             return
         terminalreporter.section("skipped tests fail this target", red=True)

@@ -7,49 +7,49 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   TEST_TOTAL_SHARDS/_INDEX     this shard's tests (tools/runner/sharding.py);
   TEST_SHARD_STATUS_FILE       touched to say sharding is supported
   TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
-  TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp)
+  TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp,
+                               tools/runner/private_tmp.py)
   TEST_UNDECLARED_OUTPUTS_DIR  rank logs of multi-process tests (test_utils.distributed)
   TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
   TEST_TIMEOUT                 exported as TORCH_TEST_DEADLINE for harness timeouts
-SIGTERM (Bazel's timeout) dumps every thread's stack, then interrupts the tests so the
-multi-process harness kills its ranks before the process exits.
+Two processes: this one (the runner) sets up directories and the GPU lease, then runs pytest
+in a child (`pytest_runner.py --session LEDGER ...`) and passes the target only if the child's
+ledger proves every selected test reported a result (tools/runner/completion.py): a test that
+ends the process early with status 0 fails the target. SIGTERM (Bazel's timeout) is forwarded
+to the child, which dumps every thread's stack, then interrupts the tests so the multi-process
+harness kills its ranks before the process exits.
 
 Outcomes: no test selected in the whole target fails; an empty shard of a non-empty target
 passes; pytest's "no tests collected" (exit 5) never becomes a pass; hardware the variant needs
-but the host lacks fails with a message (test_utils.pytest_plugin).
+but the host lacks fails with a message (test_utils.pytest_plugin); an early exit fails.
 Outside `bazel test` (e.g. `bazel run`), extra arguments go straight to pytest.
 """
 
-import atexit
+import contextlib
 import faulthandler
 import os
 import pathlib
 import resource
-import shutil
 import signal
 import sys
-import tempfile
 import time
 
-import pytest
-
 from test_utils import hardware
-from tools.runner import gpu_lease, sharding
+from tools.runner import completion, gpu_lease, private_tmp
 
 DURATIONS_FILE = pathlib.Path(__file__).resolve().parent.parent / "test_times.json"
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
+SESSION_FLAG = "--session"
 
 
-def _configure_dirs(env) -> list[str]:
+def _configure_dirs(env, short: str) -> list[str]:
     args = []
     tmp = env.get("TEST_TMPDIR")
     if tmp:
         env["HOME"] = tmp
         args.append(f"--basetemp={tmp}/pytest")
         # TEST_TMPDIR is too long for AF_UNIX socket paths (108 bytes), which multiprocessing
-        # and gloo create under TMPDIR; a short private directory is removed on exit.
-        short = tempfile.mkdtemp(prefix="torch_test-", dir="/tmp")
-        atexit.register(shutil.rmtree, short, ignore_errors=True)
+        # and gloo create under TMPDIR.
         env["TMPDIR"] = short
     # Compiled kernels are shared by all tests of this user (not per sandbox): inductor and
     # triton key their caches by source, torch version and device, and write atomically.
@@ -77,9 +77,16 @@ def _protocol_args(env) -> list[str]:
 def _install_sigterm_handler() -> None:
     # pytest captures fd 2 while a test runs; the dump must reach the real test log.
     log = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+    first_at = []
 
     def on_sigterm(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
+        if first_at:
+            if time.monotonic() - first_at[0] < completion.SIGTERM_REPEAT_WINDOW_S:
+                return  # one timeout, sent to our process group and forwarded by the runner
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a later SIGTERM kills at once
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        first_at.append(time.monotonic())
         print("\n*** SIGTERM (Bazel timeout?): stacks of all threads ***", file=log)
         faulthandler.dump_traceback(file=log, all_threads=True)
         raise KeyboardInterrupt("SIGTERM")
@@ -87,7 +94,9 @@ def _install_sigterm_handler() -> None:
     signal.signal(signal.SIGTERM, on_sigterm)
 
 
-def _exit_code(code: int, selector: sharding.ShardSelector, env) -> int:
+def _exit_code(code: int, selector, env) -> int:
+    import pytest
+
     if code == pytest.ExitCode.NO_TESTS_COLLECTED:
         if selector.selected_before_sharding > 0:
             return 0  # this shard is empty, others have tests
@@ -111,7 +120,46 @@ def _report_resources(wall: float) -> None:
     )
 
 
+def session(ledger: str, args: list[str], env=os.environ) -> int:
+    """The child: runs pytest on `args`, recording its progress in `ledger`."""
+    import pytest
+
+    from tools.runner import sharding
+
+    completion.die_with_parent()
+    faulthandler.enable()
+    _install_sigterm_handler()
+    selector = sharding.ShardSelector.from_env(DURATIONS_FILE)
+    code = pytest.main(args, plugins=[selector, completion.Ledger(ledger)])
+    return _exit_code(code, selector, env)
+
+
+@contextlib.contextmanager
+def _gpus_for(variant: str, env, holder: str):
+    """Holds the GPUs the variant needs (none for cpu) while the tests run."""
+    need = hardware.gpus_needed(variant)
+    if not need:
+        yield
+        return
+    missing = hardware.missing_hardware(variant)
+    if missing:
+        raise gpu_lease.LeaseError(f"cannot run on this host: {missing}")
+    deadline = float(env.get("TORCH_TEST_DEADLINE", time.time() + 3600))
+    asked = time.time()
+    with gpu_lease.lease(
+        need,
+        hardware.visible_gpu_count(),
+        timeout=max(1.0, deadline - time.time()),
+        holder=holder,
+    ) as gpus:
+        waited = time.time() - asked
+        print(f"torch_test lease: GPUs {gpus} after {waited:.1f} s", file=sys.stderr)
+        yield
+
+
 def run(argv: list[str], env=os.environ) -> int:
+    if argv and argv[0] == SESSION_FLAG:
+        return session(argv[1], argv[2:], env)
     if not argv:
         print("usage: pytest_runner.py TEST_FILE [PYTEST_ARGS...]", file=sys.stderr)
         return 2
@@ -125,38 +173,19 @@ def run(argv: list[str], env=os.environ) -> int:
     premature = env.get("TEST_PREMATURE_EXIT_FILE")
     if premature:
         pathlib.Path(premature).touch()
-    faulthandler.enable()
-    _install_sigterm_handler()
     # Only the plugins we name: a host image's pytest plugins must not change what runs.
     env.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
-    args = [argv[0], *_configure_dirs(env), *_protocol_args(env), *argv[1:]]
-    selector = sharding.ShardSelector.from_env(DURATIONS_FILE)
-    variant = hardware.current_variant()
-    need = hardware.gpus_needed(variant)
-    try:
-        if need:
-            missing = hardware.missing_hardware(variant)
-            if missing:
-                print(f"cannot run on this host: {missing}", file=sys.stderr)
-                return 1
-            deadline = float(env.get("TORCH_TEST_DEADLINE", time.time() + 3600))
-            asked = time.time()
-            with gpu_lease.lease(
-                need,
-                hardware.visible_gpu_count(),
-                timeout=max(1.0, deadline - time.time()),
-                holder=env.get("TEST_TARGET", argv[0]),
-            ) as gpus:
-                waited = time.time() - asked
-                print(f"torch_test lease: GPUs {gpus} after {waited:.1f} s", file=sys.stderr)
-                code = pytest.main(args, plugins=[selector])
-        else:
-            code = pytest.main(args, plugins=[selector])
-    except gpu_lease.LeaseError as error:
-        print(f"GPU lease failed: {error}", file=sys.stderr)
-        return 1
-    result = _exit_code(code, selector, env)
+    with private_tmp.private_tmp() as short:
+        args = [argv[0], *_configure_dirs(env, short), *_protocol_args(env), *argv[1:]]
+        ledger = os.path.join(short, "ledger")
+        child = [sys.executable, os.path.abspath(__file__), SESSION_FLAG, ledger, *args]
+        try:
+            with _gpus_for(hardware.current_variant(), env, env.get("TEST_TARGET", argv[0])):
+                result = completion.run_session(child, env, ledger)
+        except gpu_lease.LeaseError as error:
+            print(f"GPU lease failed: {error}", file=sys.stderr)
+            return 1
     _report_resources(time.time() - started)
     if premature:
         pathlib.Path(premature).unlink(missing_ok=True)

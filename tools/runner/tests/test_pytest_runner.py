@@ -99,6 +99,47 @@ def test_expected_failure_is_not_a_skip(tmp_path):
     assert result.returncode == 0, result.stdout
 
 
+@pytest.mark.parametrize(
+    "body, shown",
+    [
+        (
+            "import pytest\n\n@pytest.mark.xfail(run=False, reason='hangs')\ndef test_a():\n"
+            "    pass\n\ndef test_b():\n    pass\n",
+            "skipped tests fail this target",
+        ),
+        (
+            "import pytest\n\n@pytest.mark.xfail(reason='bug 1')\ndef test_a():\n    pass\n",
+            "unexpected passes (XPASS) fail this target",
+        ),
+        (
+            "import pytest\n\n@pytest.mark.xfail(reason='bug 1', strict=False)\n"
+            "def test_a():\n    pass\n",
+            "unexpected passes (XPASS) fail this target",
+        ),
+    ],
+    ids=["xfail_not_run", "xpass", "xpass_not_strict"],
+)
+def test_xfail_that_did_not_fail_fails_the_target(tmp_path, body, shown):
+    result = run_runner(write_tests(tmp_path, body), bazel_env(tmp_path))
+    assert result.returncode == 1
+    assert shown in result.stdout
+
+
+def test_xfail_that_ran_and_failed_passes(tmp_path):
+    body = "import pytest\n\n@pytest.mark.xfail(reason='bug 1', raises=AssertionError)\n"
+    body += "def test_a():\n    assert 0\n"
+    result = run_runner(write_tests(tmp_path, body), bazel_env(tmp_path))
+    assert result.returncode == 0, result.stdout
+
+
+def test_module_level_importorskip_names_the_module(tmp_path):
+    body = "import pytest\n\npytest.importorskip('no_such_module_xyz')\n\n"
+    body += "def test_a():\n    pass\n"
+    result = run_runner(write_tests(tmp_path, body), bazel_env(tmp_path))
+    assert result.returncode == 1
+    assert "no_such_module_xyz" in result.stdout + result.stderr
+
+
 def test_missing_gpus_fail_loudly(tmp_path):
     body = "from test_utils.hardware import requires_gpus\n\n@requires_gpus(2)\n"
     body += "def test_two_gpus():\n    pass\n"
