@@ -62,7 +62,18 @@ def _fail(name, message):
 def _unknown(values, known):
     return [v for v in values if v not in known]
 
-def _check(name, variants, nccl, shard_count):
+# List arguments that may also be a select().
+_SELECTABLE = ["args", "data", "deps"]
+
+def _check(name, variants, nccl, shard_count, lists = {}, env = {}):
+    for arg, value in lists.items():
+        if type(value) != "list" and not (type(value) == "select" and arg in _SELECTABLE):
+            _fail(name, "{} must be a list, got the {} {}; write [{}]".format(
+                arg,
+                type(value),
+                repr(value),
+                repr(value),
+            ))
     if not variants:
         _fail(name, "variants is empty; use any of {}".format(VARIANTS.keys()))
     bad = _unknown(variants, VARIANTS)
@@ -79,6 +90,16 @@ def _check(name, variants, nccl, shard_count):
         bad = _unknown(shard_count.keys(), variants)
         if bad:
             _fail(name, "shard_count names {}, which are not among variants {}".format(bad, variants))
+    bad = sorted([k for k in env if k.startswith("TORCH_TEST_")])
+    if bad:
+        _fail(name, "env sets {}; TORCH_TEST_* variables belong to torch_test and its runner".format(bad))
+
+    # A second torch_test of the same name, even with other variants: its targets would
+    # declare a different variant set for the same source (TORCH_TEST_DECLARED_VARIANTS).
+    for spec in VARIANTS.values():
+        earlier = native.existing_rule(name + spec.suffix)
+        if earlier and earlier.get("generator_function") == "torch_test" and earlier.get("generator_name") == name:
+            _fail(name, "declared twice: target {} already exists in this package".format(name + spec.suffix))
 
 def _shards(shard_count, variant):
     if type(shard_count) == "dict":
@@ -116,7 +137,14 @@ def torch_test(
       args: extra pytest arguments.
       **kwargs: passed to every py_test (e.g. flaky).
     """
-    _check(name, variants, nccl, shard_count)
+    _check(
+        name,
+        variants,
+        nccl,
+        shard_count,
+        lists = {"args": args, "data": data, "deps": deps, "nccl": nccl, "tags": tags, "variants": variants},
+        env = env,
+    )
     src = src or name + ".py"
     for variant in variants:
         spec = VARIANTS[variant]

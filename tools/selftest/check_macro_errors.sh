@@ -34,6 +34,20 @@ check "duplicate target" \
   'torch_test(name = "t")
 torch_test(name = "t", src = "t.py")' \
   'target t already exists in this package'
+check "same name twice with disjoint variants" \
+  'torch_test(name = "t", variants = ["cpu"])
+torch_test(name = "t", variants = ["gpu"])' \
+  'torch_test\(name = "t"\): declared twice: target t already exists in this package'
+check "env overrides a TORCH_TEST_ variable" \
+  'torch_test(name = "t", env = {"TORCH_TEST_VARIANT": "gpu"})' \
+  'env sets \["TORCH_TEST_VARIANT"\]; TORCH_TEST_\* variables belong to torch_test'
+for arg in variants nccl tags deps data; do
+  variants='variants = ["gpu"], '
+  [[ $arg == variants ]] && variants=""
+  check "a string for the list $arg" \
+    "torch_test(name = \"t\", ${variants}$arg = \"gpu\")" \
+    "torch_test\\(name = \"t\"\\): $arg must be a list, got the string \"gpu\""
+done
 check "variant listed twice" \
   'torch_test(name = "t", variants = ["cpu", "cpu"])' \
   'lists a variant twice'
