@@ -9,6 +9,7 @@ Runs inside the repository rule with the interpreter the tests will use.
 
 import argparse
 import compileall
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -64,6 +65,36 @@ def requirement_names(dist: importlib.metadata.Distribution) -> set[str]:
     return names
 
 
+def missing_requirements(
+    dists: dict[str, importlib.metadata.Distribution], unchecked: set[str]
+) -> list[str]:
+    """Requirements of installed distributions that the lock does not satisfy, for this Python.
+
+    pip installs the lock with --no-deps, so a lock that lost a dependency installs fine and
+    fails later as a ModuleNotFoundError inside one test; this names it at fetch time.
+    Distributions in `unchecked` (requirements-nodeps.in) are installed without their declared
+    dependencies on purpose. Markers and specifiers are evaluated by the `packaging` that pip
+    (which just installed the lock) vendors.
+    """
+    from pip._vendor.packaging.requirements import Requirement
+
+    problems = []
+    for name in sorted(set(dists) - unchecked):
+        for text in dists[name].requires or []:
+            req = Requirement(text)
+            if req.marker and not req.marker.evaluate({"extra": ""}):
+                continue  # another platform or Python, or an optional extra
+            wanted = normalize(req.name)
+            have = dists.get(wanted)
+            if have is None:
+                problems.append(f"{name} {dists[name].version} requires {text}: not in the lock")
+            elif not req.specifier.contains(have.version, prereleases=True):
+                problems.append(
+                    f"{name} {dists[name].version} requires {text}: the lock has {have.version}"
+                )
+    return problems
+
+
 def write_venv(out: pathlib.Path, interpreter: str) -> list[str]:
     """Pinned mode: a venv around `interpreter` that cannot see the host's site-packages.
 
@@ -109,6 +140,24 @@ def opaque_dirs(site: pathlib.Path) -> list[str]:
     return sorted(d for d in found if not any(d.startswith(o + "/") for o in found))
 
 
+def stamp_with_content(out: pathlib.Path, directory: str) -> None:
+    """Sets a shipped-whole directory's mtime to a digest of its contents.
+
+    Bazel keys a source directory input by its mtime alone, and a fresh install gives it a new
+    one: each re-fetch of this repository (e.g. after a failed or interrupted fetch, with the
+    same lock) would re-run every test depending on it. A digest of the directory's paths and
+    bytes as its mtime changes exactly when its contents do.
+    """
+    root = out / directory
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+    # Seconds since the epoch, within 2001-2033 (a plausible mtime for any tool that reads it).
+    stamp = 1_000_000_000 + int.from_bytes(digest.digest()[:4], "big") % 1_000_000_000
+    os.utime(root, (stamp, stamp), follow_symlinks=False)
+
+
 def compile_reproducibly(site: pathlib.Path) -> None:
     """Byte-identical .pyc on every fetch: unchecked hashes (no mtimes), no absolute paths.
 
@@ -137,16 +186,25 @@ def top_level_entries(dist: importlib.metadata.Distribution) -> set[str]:
     return entries
 
 
-def pinned_libraries(out: pathlib.Path, locked: list[str]) -> list[str]:
+def pinned_libraries(out: pathlib.Path, locked: list[str], unchecked: set[str]) -> list[str]:
     site = out / "site"
     compile_reproducibly(site)
     whole_dirs = opaque_dirs(site)
+    for directory in whole_dirs:
+        stamp_with_content(out, directory)
     dists = {
         normalize(d.metadata["Name"]): d for d in importlib.metadata.distributions(path=[str(site)])
     }
     missing = sorted(set(locked) - set(dists))
     if missing:
         sys.exit(f"pypi: locked packages missing after install: {missing}")
+    problems = missing_requirements(dists, unchecked)
+    if problems:
+        sys.exit(
+            "pypi: the lock does not satisfy its packages' requirements (add them to "
+            "third_party/python/requirements.in and run tools/python/update_lock.sh):\n  "
+            + "\n  ".join(problems)
+        )
     rules = []
     for name in sorted(dists):
         dist = dists[name]
@@ -169,9 +227,17 @@ def pinned_libraries(out: pathlib.Path, locked: list[str]) -> list[str]:
     return rules
 
 
-def host_fingerprint(interpreter: str) -> str:
-    """Everything about the host environment that can change a test's result."""
-    lines = [f"interpreter {interpreter}", f"python {sys.version.split()[0]}"]
+def host_fingerprint(interpreter: str, content: str) -> str:
+    """Everything about the host environment that can change a test's result.
+
+    `content` (tools/python/env_fingerprint.sh) covers every file on the interpreter's path;
+    the rest is for people reading the record.
+    """
+    lines = [
+        f"interpreter {interpreter}",
+        f"python {sys.version.split()[0]}",
+        f"files and GPUs (tools/python/env_fingerprint.sh) {content}",
+    ]
     try:
         import torch
 
@@ -190,7 +256,9 @@ def host_fingerprint(interpreter: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def host_libraries(out: pathlib.Path, locked: list[str], interpreter: str) -> list[str]:
+def host_libraries(
+    out: pathlib.Path, locked: list[str], interpreter: str, content: str
+) -> list[str]:
     installed = {
         normalize(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()
     }
@@ -205,7 +273,7 @@ def host_libraries(out: pathlib.Path, locked: list[str], interpreter: str) -> li
                 '    target_compatible_with = ["@platforms//:incompatible"],\n'
             )
         rules.append(f'py_library(\n    name = "{name}",\n{attrs})\n')
-    (out / "fingerprint.txt").write_text(host_fingerprint(interpreter))
+    (out / "fingerprint.txt").write_text(host_fingerprint(interpreter, content))
     return rules
 
 
@@ -215,15 +283,22 @@ def main() -> None:
     parser.add_argument("--mode", required=True, choices=["pinned", "host"])
     parser.add_argument("--interpreter", required=True)
     parser.add_argument("--out", required=True, type=pathlib.Path)
+    parser.add_argument(
+        "--nodeps", type=pathlib.Path, help="pinned mode: packages installed without their deps"
+    )
+    parser.add_argument("--content-fingerprint", default="", help="host mode: env_fingerprint.sh")
     args = parser.parse_args()
 
     locked = lock_names(args.lock)
     if args.mode == "pinned":
         files = write_venv(args.out, args.interpreter)
-        rules = pinned_libraries(args.out, locked)
+        unchecked = set(lock_names(args.nodeps)) if args.nodeps else set()
+        rules = pinned_libraries(args.out, locked, unchecked)
     else:
         files = write_host_launcher(args.out, args.interpreter)
-        rules = host_libraries(args.out, locked, args.interpreter)
+        if not args.content_fingerprint:
+            parser.error("host mode needs --content-fingerprint")
+        rules = host_libraries(args.out, locked, args.interpreter, args.content_fingerprint)
     header = HEADER.replace("{files}", json.dumps(files))
     (args.out / "BUILD.bazel").write_text(header + "\n" + "\n".join(rules))
     (args.out / "WORKSPACE").write_text(f"# Generated for @pypi ({args.mode} mode).\n")

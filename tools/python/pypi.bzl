@@ -10,14 +10,16 @@ Two modes, chosen by the environment at fetch time:
 * Host interpreter (TORCH_TEST_PYTHON=/path/to/python3, e.g. a GPU image that ships torch):
   nothing is installed; that interpreter's own packages are used. A package of the lock it lacks
   becomes an incompatible target, so tests needing it are SKIPPED by Bazel, never passed. A
-  fingerprint of the environment (package versions, torch's CUDA build, GPUs and driver) is a
-  runfile of every test, so a changed image re-runs them.
+  fingerprint of the environment (package versions, torch's CUDA build, GPUs and driver, and
+  tools/python/env_fingerprint.sh's digest of every file's path, size and mtime on the
+  interpreter's sys.path) is a runfile of every test, so a changed image re-runs them.
 
 Either way the repository has one `py_library` per distribution (`@pypi//:torch`, ...) and
 `@pypi//:python_toolchain` for `register_toolchains`.
 """
 
 _GENERATOR = Label("//tools/python:generate_build.py")
+_FINGERPRINT = Label("//tools/python:env_fingerprint.sh")
 
 def _run(ctx, what, argv, env = {}):
     result = ctx.execute(argv, timeout = 3600, environment = env, quiet = True)
@@ -69,8 +71,15 @@ def _pypi_repository_impl(ctx):
         host_python or ctx.os.environ.get("PYTHON_BIN", "python3"),
         resolve = not host_python,
     )
-    if not host_python:
+    extra = []
+    if host_python:
+        # The same digest tools/bazel passes as TORCH_TEST_ENV_FINGERPRINT (which re-runs this
+        # rule when it changes), computed here too so a plain bazel-4 call cannot skip it.
+        content = _run(ctx, "fingerprinting {}".format(python), ["bash", ctx.path(_FINGERPRINT), python])
+        extra = ["--content-fingerprint={}".format(content.strip())]
+    else:
         _install_lock(ctx, python)
+        extra = ["--nodeps={}".format(ctx.path(ctx.attr.nodeps))]
     _run(
         ctx,
         "generating @{} (tools/python/generate_build.py)".format(ctx.name),
@@ -81,7 +90,7 @@ def _pypi_repository_impl(ctx):
             "--mode={}".format("host" if host_python else "pinned"),
             "--interpreter={}".format(python),
             "--out=.",
-        ],
+        ] + extra,
         env = {"PYTHONHASHSEED": "0"},
     )
 
@@ -89,6 +98,8 @@ pypi_repository = repository_rule(
     implementation = _pypi_repository_impl,
     attrs = {
         "lock": attr.label(allow_single_file = True, mandatory = True),
+        # Lock entries installed without their declared dependencies (not checked for them).
+        "nodeps": attr.label(allow_single_file = True, mandatory = True),
     },
     environ = ["PYTHON_BIN", "TORCH_TEST_PYTHON", "TORCH_TEST_ENV_FINGERPRINT"],
 )

@@ -3,12 +3,14 @@
 #   1. a malformed line          -> "Invalid requirement"
 #   2. a wrong sha256            -> "THESE PACKAGES DO NOT MATCH THE HASHES"
 #   3. a requirement with no hash -> "Hashes are required in --require-hashes mode"
+#   4. a lock missing a dependency -> the requirement named (tools/python/generate_build.py
+#      checks the installed lock's requirements at fetch time)
 # Each case edits the lock of a throw-away copy of the workspace (the files git knows, local
 # edits included) and builds //tools/selftest:probe_plain there, which needs @pypi's toolchain.
 # The copy has its own output base, so this workspace's lock and the shared server's @pypi are
 # never touched; copy and output base are removed and their server shut down on exit.
 # Cheap: pip reads the whole lock before it downloads, and the bad hash is put on the first
-# package, so every case fails in seconds, before torch is fetched.
+# package, so cases 1-3 fail in seconds, before torch is fetched; case 4 locks iopath alone.
 source "$(dirname "$0")/lib.sh"
 scratch="$(mktemp -d /tmp/torch_test_bad_lock.XXXXXX)"
 out=""
@@ -51,4 +53,9 @@ say "a requirement without a hash"
 fetch_with_lock "missing hash" 'import sys; print("six==1.16.0"); print(sys.stdin.read(), end="")'
 expect_line "$out" "error occurred during the fetch of repository 'pypi'" "no hash: the fetch of @pypi failed"
 expect_line "$out" "Hashes are required in --require-hashes mode" "no hash: pip's reason is shown"
+
+say "a lock missing a dependency: iopath without tqdm"
+fetch_with_lock "missing dependency" 'import re, sys; print(re.search(r"^iopath==.*\n(    --hash=.*\n)+", sys.stdin.read(), re.M).group(0), end="")'
+expect_line "$out" "error occurred during the fetch of repository 'pypi'" "missing dependency: the fetch of @pypi failed"
+expect_line "$out" "iopath [^ ]+ requires tqdm: not in the lock" "missing dependency: the requirement is named"
 finish

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Host-interpreter mode keys cached results on the environment's files, not only its package
+# versions: with a throw-away venv as TORCH_TEST_PYTHON, //tools/selftest:probe_plain is
+#   1. (cached) on a second run with nothing changed
+#   2. re-run after a file of an installed package is patched (same version, new content)
+#   3. re-run after a file is added to site-packages, and after one is removed
+#   4. (cached) when a file's .pyc cache is written (__pycache__ is left out)
+# Cheap: the venv has no torch (pip only), the probe imports json. Uses its own output base,
+# so the pinned-mode server and cache are left alone.
+source "$(dirname "$0")/lib.sh"
+scratch="$(mktemp -d /tmp/torch_test_host_fp.XXXXXX)"
+host_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
+trap '"$BAZEL" --output_base="$scratch/output_base" shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+
+python3 -m venv "$scratch/venv"
+export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
+site="$("$TORCH_TEST_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+probe=//tools/selftest:probe_plain
+run_probe() { host_bazel test "$probe" 2>&1 || true; }
+
+say "baseline on the host interpreter"
+expect_line "$(run_probe)" "$(fresh "$probe")" "probe ran on the host interpreter"
+expect_line "$(run_probe)" "$(cached "$probe")" "unchanged environment: cached"
+
+say "a file of an installed package is patched, its version unchanged"
+echo "# patched by $(basename "$0")" >>"$site/pip/__init__.py"
+expect_line "$(run_probe)" "$(fresh "$probe")" "patched file: probe re-ran"
+expect_line "$(run_probe)" "$(cached "$probe")" "after the patch: cached again"
+
+say "a file is added to site-packages; one is removed"
+echo "X = 1" >"$site/torch_test_added.py"
+expect_line "$(run_probe)" "$(fresh "$probe")" "added file: probe re-ran"
+rm "$site/pip/py.typed"
+expect_line "$(run_probe)" "$(fresh "$probe")" "removed file: probe re-ran"
+
+say "the interpreter writes .pyc caches"
+"$TORCH_TEST_PYTHON" -c 'import pip._internal.cli.main'
+expect_line "$(run_probe)" "$(cached "$probe")" "__pycache__ writes: still cached"
+finish
