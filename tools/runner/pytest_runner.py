@@ -60,7 +60,10 @@ def _configure_dirs(env, short: str) -> list[str]:
 
 
 def _protocol_args(env) -> list[str]:
+    # xfail_strict: an unexpected pass is a failure in pytest's own report and JUnit too (the
+    # plugin also fails one marked strict=False).
     args = ["-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider", "-rfEX"]
+    args += ["-o", "xfail_strict=true"]
     if env.get("XML_OUTPUT_FILE"):
         args += [
             f"--junitxml={env['XML_OUTPUT_FILE']}",
