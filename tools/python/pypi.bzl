@@ -14,6 +14,11 @@ Two modes, chosen by the environment at fetch time:
   tools/python/env_fingerprint.sh's digest of every file's path, size and mtime on the
   interpreter's sys.path) is a runfile of every test, so a changed image re-runs them.
 
+Another lock (TORCH_TEST_LOCK=/path/to/requirements.lock, e.g. a candidate for an upgrade gate,
+tools/gate/gate.py): installed like the pinned one, instead of `lock`. tools/bazel passes its
+path and sha256 as repo_env, so an edit of that file re-creates the repository. Unset, nothing
+differs from the pinned default (same files, same cache keys).
+
 Either way the repository has one `py_library` per distribution (`@pypi//:torch`, ...) and
 `@pypi//:python_toolchain` for `register_toolchains`.
 """
@@ -46,9 +51,18 @@ def _find_interpreter(ctx, python, resolve):
         "import os, sys; print(os.path.realpath(sys.executable))",
     ]).strip()
 
-def _install_lock(ctx, python):
-    lock = ctx.path(ctx.attr.lock)
-    _run(ctx, "pip install of {}".format(ctx.attr.lock), [
+def _lock(ctx):
+    """The lock to install: TORCH_TEST_LOCK if set, else the pinned `lock` attribute."""
+    other = ctx.os.environ.get("TORCH_TEST_LOCK", "")
+    if not other:
+        return ctx.path(ctx.attr.lock)
+    path = ctx.path(other)
+    if not path.exists:
+        fail("pypi: TORCH_TEST_LOCK={} does not exist".format(other))
+    return path
+
+def _install_lock(ctx, python, lock):
+    _run(ctx, "pip install of {}".format(lock), [
         python,
         "-m",
         "pip",
@@ -71,6 +85,7 @@ def _pypi_repository_impl(ctx):
         host_python or ctx.os.environ.get("PYTHON_BIN", "python3"),
         resolve = not host_python,
     )
+    lock = _lock(ctx)
     extra = []
     if host_python:
         # The same digest tools/bazel passes as TORCH_TEST_ENV_FINGERPRINT (which re-runs this
@@ -78,7 +93,7 @@ def _pypi_repository_impl(ctx):
         content = _run(ctx, "fingerprinting {}".format(python), ["bash", ctx.path(_FINGERPRINT), python])
         extra = ["--content-fingerprint={}".format(content.strip())]
     else:
-        _install_lock(ctx, python)
+        _install_lock(ctx, python, lock)
         extra = ["--nodeps={}".format(ctx.path(ctx.attr.nodeps))]
     _run(
         ctx,
@@ -86,7 +101,7 @@ def _pypi_repository_impl(ctx):
         [
             python,
             ctx.path(_GENERATOR),
-            "--lock={}".format(ctx.path(ctx.attr.lock)),
+            "--lock={}".format(lock),
             "--mode={}".format("host" if host_python else "pinned"),
             "--interpreter={}".format(python),
             "--out=.",
@@ -101,5 +116,11 @@ pypi_repository = repository_rule(
         # Lock entries installed without their declared dependencies (not checked for them).
         "nodeps": attr.label(allow_single_file = True, mandatory = True),
     },
-    environ = ["PYTHON_BIN", "TORCH_TEST_PYTHON", "TORCH_TEST_ENV_FINGERPRINT"],
+    environ = [
+        "PYTHON_BIN",
+        "TORCH_TEST_PYTHON",
+        "TORCH_TEST_ENV_FINGERPRINT",
+        "TORCH_TEST_LOCK",
+        "TORCH_TEST_LOCK_SHA256",
+    ],
 )

@@ -71,8 +71,9 @@ class Target:
 
     @property
     def cached(self) -> bool:
-        """Bazel's "(cached)": every attempt's result came from a cache."""
-        return bool(self.attempts) and all(a.cached for a in self.attempts)
+        """Bazel's "(cached)": a result, and every attempt of it came from a cache."""
+        done = self.status != NO_STATUS and bool(self.attempts)
+        return done and all(a.cached for a in self.attempts)
 
     @property
     def green(self) -> bool:
@@ -181,6 +182,17 @@ def parse(lines) -> dict[str, Target]:
     # Targets completed without test children (e.g. left out by --test_tag_filters) were never
     # added: Bazel does not list them either.
     return dict(sorted(targets.items()))
+
+
+def exec_root(path) -> pathlib.Path | None:
+    """The invocation's execution root (its output base is two levels up), from `workspace`."""
+    with open(path) as f:
+        for line in f:
+            event = json.loads(line) if line.strip() else {}
+            if "workspace" in event.get("id", {}):
+                root = event.get("workspaceInfo", {}).get("localExecRoot")
+                return pathlib.Path(root) if root else None
+    return None
 
 
 def read(path) -> dict[str, Target]:

@@ -88,6 +88,15 @@ class BepTest(unittest.TestCase):
             self.assertEqual(targets["//tools/selftest:probe_plain"].xml_files(), [xml])
             self.assertEqual(targets["//tools/selftest:probe_shards"].xml_files(), [])
 
+    def test_exec_root_from_the_workspace_event(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp, "events.json")
+            path.write_text(
+                '{"id":{"started":{}},"started":{}}\n'
+                '{"id":{"workspace":{}},"workspaceInfo":{"localExecRoot":"/ob/execroot/torch_tests"}}\n'
+            )
+            self.assertEqual(bep.exec_root(path), pathlib.Path("/ob/execroot/torch_tests"))
+
 
 JUNIT = (
     '<testsuites><testsuite name="t">'

@@ -1,0 +1,169 @@
+"""The two sides of a gate: what each one is, where its Bazel output base lives, its fingerprint.
+
+A side is one of
+  pinned          third_party/python/requirements.lock (the default baseline)
+  lock:PATH       another requirements lock (exact pins with --hash), installed into @pypi
+                  through TORCH_TEST_LOCK (tools/bazel, tools/python/pypi.bzl)
+  python:PATH     a Python interpreter whose own packages are used (host mode, TORCH_TEST_PYTHON)
+A bare PATH is an interpreter if it is an executable file, else a lock.
+
+check() rejects a bad side with one line naming it, before anything runs.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PINNED_LOCK = ROOT / "third_party" / "python" / "requirements.lock"
+REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
+# Variables that choose @pypi's mode: each side sets its own and inherits none.
+MODE_VARS = ("TORCH_TEST_PYTHON", "TORCH_TEST_LOCK")
+
+# Runs with the side's interpreter: where torch is and what it was built for, without importing
+# it (a CUDA build takes seconds to import). GPUs come from nvidia-smi, once per gate.
+_PROBE = r"""
+import importlib.util, json, pathlib, sys
+spec = importlib.util.find_spec("torch")
+info = {"python": sys.version.split()[0], "torch": None, "cuda": None}
+if spec and spec.origin:
+    ns = {}
+    exec((pathlib.Path(spec.origin).parent / "version.py").read_text(), ns)
+    info.update(torch=ns.get("__version__"), cuda=ns.get("cuda"))
+print(json.dumps(info))
+"""
+
+
+class BadSide(Exception):
+    """A side that cannot be gated; the message is the one line the user sees."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    role: str  # "baseline" or "candidate"
+    kind: str  # "pinned", "lock", "python"
+    path: pathlib.Path
+
+    @property
+    def description(self) -> str:
+        if self.kind == "pinned":
+            return f"pinned lock ({self.path.relative_to(ROOT)})"
+        return f"{'lock' if self.kind == 'lock' else 'interpreter'} {self.path}"
+
+    @property
+    def key(self) -> str:
+        """Names this side's output base: the same side always gets the same one (warm cache)."""
+        digest = hashlib.sha256(str(self.path).encode()).hexdigest()[:12]
+        return f"{self.kind}-{digest}"
+
+    def env(self, base: dict) -> dict:
+        env = {k: v for k, v in base.items() if k not in MODE_VARS}
+        if self.kind == "lock":
+            env["TORCH_TEST_LOCK"] = str(self.path)
+        elif self.kind == "python":
+            env["TORCH_TEST_PYTHON"] = str(self.path)
+        return env
+
+
+def parse(role: str, spec: str) -> Side:
+    if spec == "pinned":
+        return Side(role, "pinned", PINNED_LOCK)
+    kind, _, rest = spec.partition(":")
+    if kind not in ("lock", "python") or not rest:
+        kind, rest = None, spec
+    path = pathlib.Path(rest).expanduser()
+    path = path if path.is_absolute() else pathlib.Path.cwd() / path
+    if kind is None:
+        kind = "python" if path.is_file() and os.access(path, os.X_OK) else "lock"
+    # Interpreters keep their path (a venv's python is a symlink to the base interpreter).
+    return Side(role, kind, path if kind == "python" else path.resolve())
+
+
+def _lock_pins(path: pathlib.Path) -> dict:
+    pins, problems = {}, []
+    logical = path.read_text().replace("\\\n", " ")
+    for line in logical.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        match = REQUIREMENT.match(line)
+        if not match or "--hash=sha256:" not in line:
+            problems.append(line.split()[0])
+            continue
+        pins[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
+    if problems:
+        raise BadSide(f"not an exact pin with --hash=sha256: {problems[0]!r}")
+    return pins
+
+
+def check(side: Side) -> None:
+    """Raises BadSide naming what is wrong; cheap (no Bazel, no package index)."""
+    name = f"{side.role} {side.description}"
+    if side.kind == "python":
+        if not side.path.is_file() or not os.access(side.path, os.X_OK):
+            raise BadSide(
+                f"{side.role} interpreter {side.path} does not exist or is not executable"
+            )
+        info = probe(side.path)
+        if info is None:
+            raise BadSide(f"{side.role} interpreter {side.path} does not run")
+        if not info["torch"]:
+            raise BadSide(f"{side.role} interpreter {side.path} has no torch")
+        return
+    if not side.path.is_file():
+        raise BadSide(f"{name} does not exist")
+    try:
+        pins = _lock_pins(side.path)
+    except BadSide as error:
+        raise BadSide(f"{name} does not resolve: {error}") from None
+    if "torch" not in pins:
+        raise BadSide(f"{name} has no torch")
+
+
+def probe(python: pathlib.Path, env: dict | None = None) -> dict | None:
+    try:
+        out = subprocess.run(
+            [str(python), "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=True,
+        ).stdout
+        return json.loads(out.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def gpus() -> list[str]:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    query = [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"]
+    out = subprocess.run(query, capture_output=True, text=True, check=False).stdout
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def fingerprint(side: Side, output_base: pathlib.Path) -> dict:
+    """What the tests of this side ran on: read from the @pypi the run used."""
+    pypi = output_base / "external" / "pypi"
+    if side.kind == "python":
+        info = probe(side.path)
+    else:
+        env = dict(os.environ, PYTHONPATH=str(pypi / "site"), PYTHONNOUSERSITE="1")
+        info = probe(pypi / "venv" / "bin" / "python3", env)
+    return dict(info or {"python": None, "torch": None, "cuda": None}, gpus=gpus())
+
+
+def missing_packages(output_base: pathlib.Path) -> list[str]:
+    """Host mode: the lock's packages the interpreter lacks (their targets are SKIPPED)."""
+    build = output_base / "external" / "pypi" / "BUILD.bazel"
+    if not build.is_file():
+        return []
+    text = build.read_text()
+    return re.findall(r'name = "([^"]+)",\n    tags = \["missing-in-host-interpreter"\]', text)

@@ -1,0 +1,305 @@
+"""Self-tests of the upgrade gate: fake test.xml pairs for every category, the report, bad input.
+
+Standard library only, no torch and no Bazel: the comparison must hold whatever torch does.
+"""
+
+import contextlib
+import io
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import unittest
+
+from tools.gate import compare, gate, report, sides
+from tools.results import bep
+
+
+def _case(name: str, outcome: str, time_s: float = 0.1) -> str:
+    child = {
+        "passed": "",
+        "failed": f'<failure message="AssertionError: {name} broke">tb</failure>',
+        "error": '<error message="error in setup">tb</error>',
+        "skipped": '<skipped type="pytest.skip" message="no reason"/>',
+        "xfail": '<skipped type="pytest.xfail" message="known"/>',
+        "xpass": '<failure message="[XPASS(strict)] known"/>',
+    }[outcome]
+    return f'<testcase classname="m.C" name="{name}" time="{time_s}">{child}</testcase>'
+
+
+class Fake:
+    """Writes targets' test.xml/test.log like Bazel's testlogs and wraps them as bep.Targets."""
+
+    def __init__(self, root: pathlib.Path):
+        self.root = root
+
+    def target(
+        self, side: str, label: str, status: str, shards: list, rss=None, log=""
+    ) -> bep.Target:
+        target = bep.Target(label, status=status, shard_count=len(shards))
+        for shard, cases in enumerate(shards, 1):
+            d = self.root / side / label.strip("/").replace(":", "/") / f"shard_{shard}"
+            d.mkdir(parents=True)
+            outputs = {"test.log": d / "test.log"}
+            # As in real logs: stderr's line lands after pytest's unterminated progress line.
+            resources = (
+                f"t.py .. [100%]torch_test resources: peak_rss_mib={rss} children_peak_rss_mib=7"
+            )
+            text = log + (resources if rss else "")
+            (d / "test.log").write_text(text)
+            if cases is not None:
+                xml = "".join(_case(*c) for c in cases)
+                (d / "test.xml").write_text(
+                    f"<testsuites><testsuite>{xml}</testsuite></testsuites>"
+                )
+                outputs["test.xml"] = d / "test.xml"
+            duration = sum(c[2] if len(c) > 2 else 0.1 for c in cases or [])
+            target.attempts.append(bep.Attempt(shard, 1, 1, status, False, duration, outputs))
+        return target
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        fake = Fake(pathlib.Path(tmp.name))
+        t = "//pkg:t"
+        self.before = compare.snapshot(
+            {
+                t: fake.target(
+                    "b",
+                    t,
+                    "FAILED",
+                    [
+                        [("reg_fail", "passed"), ("reg_error", "passed"), ("fix", "failed")],
+                        [
+                            ("to_xpass", "xfail"),
+                            ("to_xfail", "xpass"),
+                            ("other", "passed"),
+                            ("gone", "passed"),
+                            ("slow", "passed", 4.0),
+                            ("jitter", "passed", 1.0),
+                            ("xfail_breaks", "xfail"),
+                            ("still_failing", "failed"),
+                        ],
+                    ],
+                    rss=1000,
+                ),
+                "//pkg:crash": fake.target("b", "//pkg:crash", "PASSED", [[("a", "passed")]]),
+                "//pkg:missing_pkg": fake.target(
+                    "b", "//pkg:missing_pkg", "PASSED", [[("a", "passed")]]
+                ),
+                "//pkg:same": fake.target(
+                    "b", "//pkg:same", "PASSED", [[("a", "passed", 10.0)]], rss=500
+                ),
+            }
+        )
+        self.after = compare.snapshot(
+            {
+                t: fake.target(
+                    "c",
+                    t,
+                    "FAILED",
+                    [
+                        [("reg_fail", "failed"), ("reg_error", "error"), ("fix", "passed")],
+                        [
+                            ("to_xpass", "xpass"),
+                            ("to_xfail", "xfail"),
+                            ("other", "skipped"),
+                            ("new_ok", "passed"),
+                            ("new_bad", "failed"),
+                            ("slow", "passed", 6.5),
+                            ("jitter", "passed", 2.9),
+                            ("xfail_breaks", "failed"),
+                            ("still_failing", "failed"),
+                        ],
+                    ],
+                    rss=1400,
+                ),
+                "//pkg:crash": fake.target(
+                    "c",
+                    "//pkg:crash",
+                    "FAILED",
+                    [None],
+                    log="collected 1 item\nFatal Python error: Segmentation fault\n",
+                ),
+                "//pkg:missing_pkg": bep.Target("//pkg:missing_pkg", status="SKIPPED"),
+                "//pkg:same": fake.target(
+                    "c", "//pkg:same", "PASSED", [[("a", "passed", 11.0)]], rss=600
+                ),
+            }
+        )
+        self.result = compare.compare(self.before, self.after)
+
+    def _cases(self, key):
+        return sorted(
+            (i["target"], i["case"] and i["case"].split("::")[1]) for i in self.result[key]
+        )
+
+    def test_regressions(self):
+        self.assertEqual(
+            self._cases("regressions"),
+            [
+                ("//pkg:crash", None),
+                ("//pkg:t", "new_bad"),
+                ("//pkg:t", "reg_error"),
+                ("//pkg:t", "reg_fail"),
+                ("//pkg:t", "xfail_breaks"),
+            ],
+        )
+        crash = next(i for i in self.result["regressions"] if i["case"] is None)
+        self.assertEqual(crash["message"], "Fatal Python error: Segmentation fault")
+        self.assertTrue(crash["log"].endswith("test.log"))
+        reg = next(i for i in self.result["regressions"] if i["case"] == "m.C::reg_fail")
+        self.assertEqual(reg["message"], "AssertionError: reg_fail broke")
+
+    def test_fixes_xfail_and_other_changes(self):
+        self.assertEqual(self._cases("fixes"), [("//pkg:t", "fix")])
+        self.assertEqual(
+            self._cases("xfail_changes"), [("//pkg:t", "to_xfail"), ("//pkg:t", "to_xpass")]
+        )
+        self.assertEqual(self._cases("other_changes"), [("//pkg:t", "other")])
+
+    def test_new_and_vanished_cases(self):
+        self.assertEqual(self._cases("new_cases"), [("//pkg:t", "new_bad"), ("//pkg:t", "new_ok")])
+        self.assertEqual(self._cases("vanished_cases"), [("//pkg:t", "gone")])
+
+    def test_skipped_on_one_side(self):
+        self.assertEqual(
+            self.result["skipped_one_side"],
+            [{"target": "//pkg:missing_pkg", "baseline": "PASSED", "candidate": "SKIPPED"}],
+        )
+
+    def test_durations_need_both_thresholds(self):
+        # slow: +2.5 s and +62 %; jitter: +190 % but +1.9 s; //pkg:same: +1 s. Target t: +4.4 s.
+        self.assertEqual(
+            [(i["target"], i["case"]) for i in self.result["durations"]],
+            [("//pkg:t", "m.C::slow"), ("//pkg:t", None)],
+        )
+
+    def test_peak_rss(self):
+        self.assertEqual(self.after["//pkg:t"].peak_rss_mib, 1400)
+        # t: +400 MiB, +40 %; same: +100 MiB (below 256 MiB).
+        self.assertEqual(
+            self.result["rss"], [{"target": "//pkg:t", "baseline_mib": 1000, "candidate_mib": 1400}]
+        )
+
+    def test_nothing_changed_is_empty(self):
+        same = compare.compare(self.before, self.before)
+        self.assertEqual({k: v for k, v in same.items() if v}, {})
+
+    def test_report_lists_regressions_first(self):
+        data = {
+            "targets": "//pkg:all",
+            "thresholds": {"durations": "±25 % and ≥ 2 s", "rss": "±25 % and ≥ 256 MiB"},
+            "sides": {
+                role: {
+                    "description": role,
+                    "output_base": "/ob",
+                    "fingerprint": {"torch": "2.x", "cuda": None, "python": "3.11", "gpus": []},
+                }
+                for role in ("baseline", "candidate")
+            },
+            "comparison": self.result,
+            "target_status": {},
+        }
+        for item in self.result["regressions"]:
+            item["confirmation"] = {"verdict": "consistent", "failed_runs": 3, "runs": 3}
+        text = report.markdown(data)
+        self.assertIn("**5 regressions** (5 consistent, 0 flaky)", text)
+        self.assertLess(text.index("## Regressions"), text.index("## Fixes"))
+        self.assertIn("first failure: `AssertionError: reg_fail broke`", text)
+        self.assertEqual(
+            json.loads(report.dump_json(data))["comparison"]["fixes"][0]["candidate"], "passed"
+        )
+
+
+class VerdictTest(unittest.TestCase):
+    def test_consistent_and_flaky(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Fake(pathlib.Path(tmp))
+            target = fake.target("r", "//pkg:t", "FAILED", [[("x", "failed"), ("y", "passed")]])
+            run2 = fake.target("r2", "//pkg:t", "FAILED", [[("x", "failed"), ("y", "failed")]])
+            target.attempts.append(
+                bep.Attempt(1, 2, 1, "FAILED", False, 1, run2.attempts[0].outputs)
+            )
+            self.assertEqual(gate._verdict(target, "m.C::x")["verdict"], "consistent")
+            self.assertEqual(
+                gate._verdict(target, "m.C::y"), {"verdict": "flaky", "failed_runs": 2, "runs": 3}
+            )
+
+
+class BadInputTest(unittest.TestCase):
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = pathlib.Path(tmp.name)
+
+    def _gate_error(self, candidate: str) -> str:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = gate.main(["--candidate", candidate, "--out", str(self.tmp / "out")])
+        self.assertEqual(code, gate.EXIT_BAD_INPUT)
+        lines = err.getvalue().splitlines()
+        self.assertEqual(len(lines), 1, lines)
+        self.assertFalse((self.tmp / "out").exists(), "nothing runs before the input is checked")
+        return lines[0]
+
+    def test_missing_interpreter(self):
+        self.assertEqual(
+            self._gate_error(f"python:{self.tmp}/nope/python3"),
+            f"gate: candidate interpreter {self.tmp}/nope/python3 does not exist or is not "
+            "executable",
+        )
+
+    def test_interpreter_without_torch(self):
+        python = self.tmp / "python3"
+        # -S: no site-packages, so no torch whatever this interpreter has installed.
+        python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+        python.chmod(0o755)
+        self.assertEqual(
+            self._gate_error(str(python)), f"gate: candidate interpreter {python} has no torch"
+        )
+
+    def test_lock_that_does_not_exist_or_does_not_parse_or_lacks_torch(self):
+        missing = self.tmp / "missing.lock"
+        self.assertEqual(
+            self._gate_error(f"lock:{missing}"), f"gate: candidate lock {missing} does not exist"
+        )
+        loose = self.tmp / "loose.lock"
+        loose.write_text("torch>=2.14\n")
+        self.assertEqual(
+            self._gate_error(f"lock:{loose}"),
+            f"gate: candidate lock {loose} does not resolve: "
+            "not an exact pin with --hash=sha256: 'torch>=2.14'",
+        )
+        no_torch = self.tmp / "no_torch.lock"
+        no_torch.write_text("# a lock\nsix==1.16.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
+        self.assertEqual(
+            self._gate_error(str(no_torch)), f"gate: candidate lock {no_torch} has no torch"
+        )
+
+    def test_lock_that_does_not_resolve_names_pips_reason(self):
+        # Recorded from `tools/bazel fetch @pypi//:torch` with TORCH_TEST_LOCK pinning torch==9.9.9.
+        log = (
+            pathlib.Path(__file__).parent / "testdata" / "fetch_unresolvable_lock.log"
+        ).read_text()
+        self.assertEqual(
+            gate.fetch_error(log),
+            "Cannot install torch==9.9.9 because these package versions have conflicting "
+            "dependencies.",
+        )
+
+    def test_sides_get_their_own_mode_and_output_base(self):
+        env = {"TORCH_TEST_PYTHON": "/usr/bin/python3", "PATH": os.environ.get("PATH", "")}
+        pinned = sides.parse("baseline", "pinned")
+        self.assertNotIn("TORCH_TEST_PYTHON", pinned.env(env))
+        lock = sides.parse("candidate", f"lock:{self.tmp}/x.lock")
+        self.assertEqual(lock.env(env)["TORCH_TEST_LOCK"], str(self.tmp / "x.lock"))
+        self.assertNotIn("TORCH_TEST_PYTHON", lock.env(env))
+        self.assertNotEqual(lock.key, sides.parse("candidate", f"lock:{self.tmp}/y.lock").key)
+
+
+if __name__ == "__main__":
+    unittest.main()
