@@ -40,12 +40,10 @@ def cold_flags() -> list[str]:
     ]
 
 
-def timed(argv: list, env: dict, log: pathlib.Path) -> float:
+def timed(argv: list, env: dict, log: pathlib.Path, cwd: pathlib.Path = ROOT) -> float:
     start = time.monotonic()
     with log.open("w") as f:
-        code = subprocess.run(
-            argv, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT
-        ).returncode
+        code = subprocess.run(argv, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
     wall = time.monotonic() - start
     print(f"  {wall:7.1f} s  exit {code}  {' '.join(argv[:4])} ...  (log {log})", flush=True)
     return wall
@@ -78,8 +76,9 @@ def main() -> int:
         base = g.output_base(side)
         startup = [f"--output_base={base}"] if base else []
         links = ["--symlink_prefix=/"] if base else []
+        where = g.workspace(side)  # where the gate runs this side
         argv = [
-            str(gate.BAZEL),
+            str(where / "tools" / "bazel"),
             *startup,
             "test",
             *links,
@@ -88,7 +87,7 @@ def main() -> int:
             "--",
             *args.targets,
         ]
-        solo += timed(argv, side.env(os.environ), out / f"solo_{side.role}.log")
+        solo += timed(argv, side.env(os.environ), out / f"solo_{side.role}.log", where)
 
     gate_cmd = [sys.executable, str(ROOT / "tools/gate/gate.py"), "--baseline", args.baseline]
     gate_cmd += ["--candidate", args.candidate, "--out", str(out / "report")]

@@ -13,7 +13,8 @@ CPU host).
 2. Runs the targets on each side with `tools/bazel test`, each side in its own output base:
    the pinned side in the workspace's own (so `tools/bazel test //...` results are reused),
    every other side in ~/.cache/torch_tests/gate/<workspace>/<side> (--output-root puts all
-   sides there). Unchanged sources and environments are served from both caches.
+   sides there), run from a mirror of the workspace without its bazel-* links (see
+   Gate.workspace). Unchanged sources and environments are served from both caches.
 3. Compares per test case from each target's test.xml, all shards (tools/gate/compare.py),
    through the build event protocol file of each run (tools/results).
 4. Re-runs only the failing cases of every regression twice more on the candidate
@@ -62,18 +63,40 @@ class Gate:
             return None
         return self.root / side.key
 
+    def workspace(self, side) -> pathlib.Path:
+        """Where Bazel runs for this side: the workspace, or a mirror of it without bazel-* links.
+
+        The workspace's bazel-* links point into its own output base; a server with another
+        output base does not know them as its links and would expand //... into that output
+        base's external/ tree (Bazel 4.2.3 loads it even with -//bazel-x/... excluded). The
+        mirror links every other top-level entry back to the workspace, so sources, BUILD files
+        and cache keys are the same.
+        """
+        if self.output_base(side) is None:
+            return ROOT
+        mirror = self.root / "workspace"
+        mirror.mkdir(parents=True, exist_ok=True)
+        wanted = {p.name for p in ROOT.iterdir() if not p.name.startswith(("bazel-", ".git"))}
+        for entry in mirror.iterdir():
+            if entry.name not in wanted:
+                entry.unlink()
+        for name in wanted - {p.name for p in mirror.iterdir()}:
+            (mirror / name).symlink_to(ROOT / name)
+        return mirror
+
     def bazel(self, side, command: str, args: list, log_name: str) -> int:
         base = self.output_base(side)
         startup = [f"--output_base={base}"] if base else []
-        # Other output bases leave the workspace's bazel-* links alone.
+        # Other output bases make no bazel-* links (the mirror stays free of them).
         links = ["--symlink_prefix=/"] if base and command == "test" else []
-        argv = [str(BAZEL), *startup, command, *links, *args]
+        workspace = self.workspace(side)
+        argv = [str(workspace / "tools" / "bazel"), *startup, command, *links, *args]
         log = self.out / log_name
         with log.open("w") as f:
             f.write(" ".join(argv) + "\n")
             f.flush()
             return subprocess.run(
-                argv, cwd=ROOT, env=side.env(os.environ), stdout=f, stderr=subprocess.STDOUT
+                argv, cwd=workspace, env=side.env(os.environ), stdout=f, stderr=subprocess.STDOUT
             ).returncode
 
     def prepare(self, side) -> None:
@@ -92,7 +115,6 @@ class Gate:
             *self.args.bazel_arg,
             "--",
             *targets,
-            *_not_links(),
         ]
         start = time.monotonic()
         code = self.bazel(side, "test", args, f"{side.role}.bazel.log")
@@ -155,12 +177,6 @@ def fetch_error(text: str) -> str:
     errors = [e for e in re.findall(r"^ERROR: (.+)$", text, re.M) if not bazel_own.search(e)]
     fails = re.findall(r"^Error in fail: (.+)$", text, re.M)
     return (errors or fails or ["see the fetch log"])[0].strip()
-
-
-def _not_links() -> list[str]:
-    """Patterns excluding the workspace's bazel-* links: a server whose output base they do not
-    point into would expand //... into the other output base's external/ tree."""
-    return [f"-//{p.name}/..." for p in sorted(ROOT.glob("bazel-*")) if p.is_symlink()]
 
 
 def _verdict(target, case_id) -> dict:
