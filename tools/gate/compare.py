@@ -208,7 +208,10 @@ def compare(baseline: dict, candidate: dict, thresholds: Thresholds = Thresholds
                     "log": after.logs[0] if after.logs else None,
                 }
             )
-        if _beyond(
+        ran_both = (
+            before.status in bep.GREEN and after.status in bep.GREEN
+        )  # durations mean something
+        if ran_both and _beyond(
             before.duration_s, after.duration_s, thresholds.duration_ratio, thresholds.duration_s
         ):
             result["durations"].append(

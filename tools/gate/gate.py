@@ -5,7 +5,9 @@
 
 Sides (tools/gate/sides.py): `pinned` (default baseline), `lock:PATH`, `python:PATH` (host
 mode), or a bare path. Targets default to //... (GPU variants are SKIPPED on both sides of a
-CPU host).
+CPU host). Name targets by patterns (//pkg/... , //pkg:all): Bazel 4.2.3 reports an explicitly
+named target that is incompatible on one side (a package missing there) as NO STATUS, not
+SKIPPED.
 
 1. Checks both sides (missing interpreter, lock that is no lock or lacks torch, interpreter
    without torch) and fetches each side's @pypi (a lock that does not resolve fails here):
@@ -183,6 +185,9 @@ def _verdict(target, case_id) -> dict:
     if target is None:
         return {"verdict": "not confirmed (the re-run produced no result)"}
     failed_runs = 1  # the gate's own run
+    if case_id is None and not target.attempts:
+        # Nothing ran again (e.g. NO STATUS): as red as before, or not.
+        failed_runs += 2 if target.status not in bep.GREEN else 0
     for run in sorted({a.run for a in target.final_attempts()}):
         attempts = [a for a in target.final_attempts() if a.run == run]
         if case_id is None:

@@ -126,7 +126,7 @@ class CompareTest(unittest.TestCase):
                 ),
                 "//pkg:missing_pkg": bep.Target("//pkg:missing_pkg", status="SKIPPED"),
                 "//pkg:same": fake.target(
-                    "c", "//pkg:same", "PASSED", [[("a", "passed", 11.0)]], rss=600
+                    "c", "//pkg:same", "PASSED", [[("a", "passed", 13.0)]], rss=600
                 ),
             }
         )
@@ -172,10 +172,11 @@ class CompareTest(unittest.TestCase):
         )
 
     def test_durations_need_both_thresholds(self):
-        # slow: +2.5 s and +62 %; jitter: +190 % but +1.9 s; //pkg:same: +1 s. Target t: +4.4 s.
+        # slow: +2.5 s and +62 %; jitter: +190 % but +1.9 s; //pkg:same +3 s, +30 % (case and
+        # target). Target t's +4.4 s is not compared: it is red on both sides.
         self.assertEqual(
             [(i["target"], i["case"]) for i in self.result["durations"]],
-            [("//pkg:t", "m.C::slow"), ("//pkg:t", None)],
+            [("//pkg:same", "m.C::a"), ("//pkg:same", None), ("//pkg:t", "m.C::slow")],
         )
 
     def test_peak_rss(self):
@@ -228,6 +229,10 @@ class VerdictTest(unittest.TestCase):
             self.assertEqual(
                 gate._verdict(target, "m.C::y"), {"verdict": "flaky", "failed_runs": 2, "runs": 3}
             )
+
+    def test_a_rerun_that_runs_nothing_stays_red(self):
+        target = bep.Target("//pkg:t", status="NO STATUS")
+        self.assertEqual(gate._verdict(target, None)["verdict"], "consistent")
 
 
 class BadInputTest(unittest.TestCase):
