@@ -25,6 +25,7 @@ Declarations that contradict each other fail at loading time with a message nami
 """
 
 load("@local_hardware//:hardware.bzl", "GPU_FINGERPRINT")
+load(":durations.bzl", "durations_env")
 load(":pools.bzl", "exec_properties_for")
 load(":python.bzl", "py_test")
 
@@ -130,7 +131,8 @@ def torch_test(
       shard_count: an int for every variant, or a dict from variant to int.
       size: Bazel test size of every variant.
       timeout: Bazel timeout; GPU variants default to "long" (they may wait for the lease).
-      deps: extra deps (e.g. "@pypi//:torch"); //test_utils and the runner are implicit.
+      deps: what the source imports (e.g. "//test_utils:dynamo", "@pypi//:torch"); the runner
+        (with //test_utils:hardware and pytest) is implicit.
       data: runfiles of every variant.
       env: extra environment, applied over the variant's.
       tags: extra tags of every variant.
@@ -158,6 +160,7 @@ def torch_test(
         if variant != "cpu":
             variant_env.update(GPU_ENV)
             variant_env["TORCH_TEST_GPU_HARDWARE"] = GPU_FINGERPRINT
+        variant_env.update(durations_env(target, _shards(shard_count, variant)))
         variant_env.update(env)
         py_test(
             name = target,
@@ -165,7 +168,7 @@ def torch_test(
             main = RUNNER,
             args = ["$(location {})".format(src)] + args,
             data = data,
-            deps = ["//test_utils", "//tools/runner"] + deps,
+            deps = ["//tools/runner"] + deps,
             env = variant_env,
             exec_properties = exec_properties_for(variant),
             python_version = "PY3",

@@ -14,9 +14,9 @@ itself before it starts: one lock file per GPU slot under a host-wide directory.
 Environment:
   TORCH_TEST_GPU_LEASE_DIR   lock directory (default /dev/shm/torch_test_gpu_lease, writable in
                              Bazel's sandbox and shared by all tests on the host)
-  TORCH_TEST_SLOTS_PER_GPU   tests that may share one GPU (default 1: none share). Worth
-                             raising where tests are bound by compilation on the CPU rather
-                             than by the GPU (see bench/gpu_suite.sh).
+  TORCH_TEST_SLOTS_PER_GPU   tests that may share one GPU, where the caller does not say
+                             (default 1: none share). The runner passes the decision of
+                             tools/runner/gpu_share.py (slots per GPU, slots this test takes).
   TORCH_TEST_LEASE_TIMEOUT   seconds to wait for free GPUs (default: until the test's deadline)
 """
 
@@ -49,8 +49,8 @@ def _release(fds) -> None:
         os.close(fd)  # closing the only descriptor drops the flock
 
 
-def _try_take(directory: pathlib.Path, count: int, total_gpus: int, slots_per_gpu: int):
-    """One free slot on each of `count` GPUs, least busy GPUs first, as (gpus, fds); else None.
+def _try_take(directory: pathlib.Path, count: int, total_gpus: int, slots_per_gpu: int, each=1):
+    """`each` free slots on each of `count` GPUs, least busy GPUs first, as (gpus, fds); else None.
 
     Runs under the allocator lock: every free slot is locked while choosing, and all but the
     chosen ones are released before returning, so nothing is held when it returns None.
@@ -59,26 +59,40 @@ def _try_take(directory: pathlib.Path, count: int, total_gpus: int, slots_per_gp
     for gpu in range(total_gpus):
         slots = (_lock(directory / f"gpu{gpu}.slot{slot}", False) for slot in range(slots_per_gpu))
         free[gpu] = [fd for fd in slots if fd is not None]
-    least_busy = sorted((gpu for gpu in free if free[gpu]), key=lambda gpu: (-len(free[gpu]), gpu))
+    fitting = [gpu for gpu in free if len(free[gpu]) >= each]
+    least_busy = sorted(fitting, key=lambda gpu: (-len(free[gpu]), gpu))
     chosen = sorted(least_busy[:count]) if len(least_busy) >= count else []
-    kept = [free[gpu][0] for gpu in chosen]
+    kept = [fd for gpu in chosen for fd in free[gpu][:each]]
     _release([fd for fds in free.values() for fd in fds if fd not in kept])
     return (chosen, kept) if chosen else None
 
 
 @contextlib.contextmanager
-def lease(count: int, total_gpus: int, *, timeout: float, holder: str = ""):
-    """Hold `count` GPUs for the duration of the block; yields their indices."""
+def lease(
+    count: int,
+    total_gpus: int,
+    *,
+    timeout: float,
+    holder: str = "",
+    slots_per_gpu: int | None = None,
+    slots_each: int = 1,
+):
+    """Hold `count` GPUs for the duration of the block; yields their indices.
+
+    `slots_each` slots of every chosen GPU (all `slots_per_gpu` of them: the GPUs whole); the
+    sharing policy that picks them is tools/runner/gpu_share.py.
+    """
     if count > total_gpus:
         raise LeaseError(f"needs {count} GPUs, found {total_gpus}")
     directory = pathlib.Path(os.environ.get("TORCH_TEST_GPU_LEASE_DIR", DEFAULT_DIR))
     directory.mkdir(mode=0o777, parents=True, exist_ok=True)
-    slots_per_gpu = int(os.environ.get("TORCH_TEST_SLOTS_PER_GPU", "1"))
+    if slots_per_gpu is None:
+        slots_per_gpu = int(os.environ.get("TORCH_TEST_SLOTS_PER_GPU", "1"))
     deadline = time.monotonic() + timeout
     while True:
         allocator = _lock(directory / "allocator", blocking=True)
         try:
-            got = _try_take(directory, count, total_gpus, slots_per_gpu)
+            got = _try_take(directory, count, total_gpus, slots_per_gpu, slots_each)
         finally:
             _release([allocator])
         if got is not None:
@@ -93,8 +107,8 @@ def lease(count: int, total_gpus: int, *, timeout: float, holder: str = ""):
     exported = ("CUDA_VISIBLE_DEVICES", "TORCH_TEST_GPU_MEMORY_FRACTION")
     saved = {k: os.environ.get(k) for k in exported}
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
-    if slots_per_gpu > 1:
-        os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] = f"{1 / slots_per_gpu:.4f}"
+    if slots_each < slots_per_gpu:
+        os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] = f"{slots_each / slots_per_gpu:.4f}"
     try:
         yield gpus
     finally:

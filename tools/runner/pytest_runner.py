@@ -18,6 +18,9 @@ ledger proves every selected test reported a result (tools/runner/completion.py)
 ends the process early with status 0 fails the target. SIGTERM (Bazel's timeout) is forwarded
 to the child, which dumps every thread's stack, then interrupts the tests so the multi-process
 harness kills its ranks before the process exits.
+Threads: the child budgets intra-op and inductor compile threads by the tests running on the
+host (tools/runner/threads.py). GPUs: the runner leases them shared or whole as
+tools/runner/gpu_share.py decides from the target's recorded peak GPU memory.
 
 Outcomes: no test selected in the whole target fails; an empty shard of a non-empty target
 passes; pytest's "no tests collected" (exit 5) never becomes a pass; hardware the variant needs
@@ -35,9 +38,8 @@ import sys
 import time
 
 from test_utils import hardware
-from tools.runner import completion, gpu_lease, private_tmp
+from tools.runner import completion, gpu_lease, gpu_share, private_tmp, threads
 
-DURATIONS_FILE = pathlib.Path(__file__).resolve().parent.parent / "test_times.json"
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
 SESSION_FLAG = "--session"
 
@@ -132,8 +134,10 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     completion.die_with_parent()
     faulthandler.enable()
     _install_sigterm_handler()
-    selector = sharding.ShardSelector.from_env(DURATIONS_FILE)
-    code = pytest.main(args, plugins=[selector, completion.Ledger(ledger)])
+    selector = sharding.ShardSelector.from_env(env)
+    budget = threads.ThreadBudget.start(env)  # before the tests import torch
+    code = pytest.main(args, plugins=[selector, completion.Ledger(ledger), budget])
+    gpu_share.report_peak()
     return _exit_code(code, selector, env)
 
 
@@ -149,14 +153,21 @@ def _gpus_for(variant: str, env, holder: str):
         raise gpu_lease.LeaseError(f"cannot run on this host: {missing}")
     deadline = float(env.get("TORCH_TEST_DEADLINE", time.time() + 3600))
     asked = time.time()
+    share = gpu_share.decide(env, gpu_share.gpu_memory_mib())
     with gpu_lease.lease(
         need,
         hardware.visible_gpu_count(),
         timeout=max(1.0, deadline - time.time()),
         holder=holder,
+        slots_per_gpu=share.slots_per_gpu,
+        slots_each=share.slots_each,
     ) as gpus:
         waited = time.time() - asked
-        print(f"torch_test lease: GPUs {gpus} after {waited:.1f} s", file=sys.stderr)
+        how = "shared" if share.shared else "whole"
+        print(
+            f"torch_test lease: GPUs {gpus} after {waited:.1f} s ({how}: {share.reason})",
+            file=sys.stderr,
+        )
         yield
 
 

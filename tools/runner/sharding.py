@@ -1,16 +1,16 @@
 """Which tests a Bazel shard runs: deterministic, every test in exactly one shard.
 
-With recorded durations (tools/test_times.json, see tools/update_test_times.py) tests are packed
-greedily, longest first, onto the least-loaded shard; tests without a record are dealt
-round-robin after them. Ties break on node id, so a given file always yields the same split.
+With recorded durations (TORCH_TEST_DURATIONS: this target's entry of tools/test_times.bzl, set
+by tools/build_defs/durations.bzl) tests are packed greedily, longest first, onto the
+least-loaded shard; tests without a record are dealt round-robin after them. Ties break on node id, so a given file always yields the same split.
 """
 
 import heapq
 import json
 import os
-import pathlib
 
-# Seconds assumed for a test missing from the durations file.
+DURATIONS_ENV = "TORCH_TEST_DURATIONS"
+# Seconds assumed for a test missing from the durations.
 UNKNOWN_DURATION = 1.0
 
 
@@ -33,12 +33,9 @@ def assign(node_ids: list[str], total_shards: int, durations: dict[str, float]) 
     return shards
 
 
-def load_durations(path: pathlib.Path | None, target: str) -> dict[str, float]:
-    """Per-test seconds recorded for `target` (a Bazel label), or {} if none."""
-    if path is None or not path.exists():
-        return {}
-    recorded = json.loads(path.read_text())
-    return {k: float(v) for k, v in recorded.get(target, {}).items()}
+def load_durations(env) -> dict[str, float]:
+    """Per-test seconds recorded for this target (JSON in DURATIONS_ENV), or {} if none."""
+    return {k: float(v) for k, v in json.loads(env.get(DURATIONS_ENV) or "{}").items()}
 
 
 class ShardSelector:
@@ -49,13 +46,12 @@ class ShardSelector:
         self.selected_before_sharding = 0
 
     @classmethod
-    def from_env(cls, durations_file: pathlib.Path | None):
-        total = int(os.environ.get("TEST_TOTAL_SHARDS", "1"))
-        index = int(os.environ.get("TEST_SHARD_INDEX", "0"))
+    def from_env(cls, env=os.environ):
+        total = int(env.get("TEST_TOTAL_SHARDS", "1"))
+        index = int(env.get("TEST_SHARD_INDEX", "0"))
         if not 0 <= index < total:
             raise SystemExit(f"TEST_SHARD_INDEX={index} is outside 0..{total - 1}")
-        target = os.environ.get("TEST_TARGET", "")
-        return cls(index, total, load_durations(durations_file, target))
+        return cls(index, total, load_durations(env))
 
     def pytest_collection_modifyitems(self, config, items):
         self.selected_before_sharding = len(items)

@@ -123,3 +123,19 @@ def test_slots_spread_then_share_gpus_and_cap_memory(lease_dir, monkeypatch):
                 pass
     with gpu_lease.lease(2, 2, timeout=1) as gpus:  # all released on exit
         assert gpus == [0, 1]
+
+
+def test_a_whole_gpu_lease_excludes_shared_ones(lease_dir):
+    whole = {"slots_per_gpu": 2, "slots_each": 2}
+    shared = {"slots_per_gpu": 2, "slots_each": 1}
+    with gpu_lease.lease(1, 1, timeout=5, **shared):
+        assert os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] == "0.5000"
+        with gpu_lease.lease(1, 1, timeout=5, **shared):  # two shares fit on one GPU
+            with pytest.raises(gpu_lease.LeaseError):
+                gpu_lease.lease(1, 1, timeout=0.5, **shared).__enter__()
+        with pytest.raises(gpu_lease.LeaseError):  # one share is taken: no whole GPU
+            gpu_lease.lease(1, 1, timeout=0.5, **whole).__enter__()
+    with gpu_lease.lease(1, 1, timeout=5, **whole):
+        assert "TORCH_TEST_GPU_MEMORY_FRACTION" not in os.environ
+        with pytest.raises(gpu_lease.LeaseError):
+            gpu_lease.lease(1, 1, timeout=0.5, **shared).__enter__()

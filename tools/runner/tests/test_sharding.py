@@ -33,8 +33,7 @@ def test_assignment_is_deterministic():
     assert sharding.assign(IDS, 4, durations) == sharding.assign(list(reversed(IDS)), 4, durations)
 
 
-def test_durations_are_read_per_target(tmp_path):
-    path = tmp_path / "times.json"
-    path.write_text(json.dumps({"//a:t": {"x": 2}, "//b:t": {"y": 3}}))
-    assert sharding.load_durations(path, "//a:t") == {"x": 2.0}
-    assert sharding.load_durations(path, "//c:t") == {}
+def test_durations_come_from_the_targets_environment():
+    env = {sharding.DURATIONS_ENV: json.dumps({"x": 2, "y": 3.5})}
+    assert sharding.load_durations(env) == {"x": 2.0, "y": 3.5}
+    assert sharding.load_durations({}) == {}

@@ -1,0 +1,116 @@
+"""CPU thread budget of a test process, so tests running side by side share the host's cores.
+
+Unbounded, every torch process starts one intra-op thread per core and inductor one compile
+worker per core: on a 16-core GPU host running ~8 tests at once each target then ran 1.4-1.6x
+slower than alone (issue 16). Bazel 4.2.3 does not tell a test how many tests run beside it
+(--local_test_jobs is not in its environment), so the runner counts them: every runner holds
+an flock on a file of its own in a host-wide directory (the kernel drops it when the process
+dies, so crashed tests never count), and the number of held files is the number of tests
+running now. The budget is re-taken before every test case, since peers start and finish:
+
+  intra-op threads (torch.set_num_threads; OMP_NUM_THREADS for rank processes it starts):
+      ceil(cores / running tests), at least MIN_THREADS
+  inductor compile workers (TORCHINDUCTOR_COMPILE_THREADS, torch._inductor.config):
+      1 once other tests have been seen running (a worker pool per test multiplies
+      processes); inductor's default for a test that runs alone
+
+MIN_THREADS is 2: on the 2-core host one intra-op thread per test made the CPU suite slower
+(its longest test runs alone at the end). A value the user sets (--test_env=OMP_NUM_THREADS=N,
+--test_env=TORCHINDUCTOR_COMPILE_THREADS=N) is left alone.
+
+Environment:
+  TORCH_TEST_JOBS_DIR   registry directory (default /dev/shm/torch_test_jobs, writable in
+                        Bazel's sandbox and shared by all tests on the host)
+"""
+
+import contextlib
+import fcntl
+import math
+import os
+import pathlib
+import sys
+
+DEFAULT_DIR = "/dev/shm/torch_test_jobs"
+MIN_THREADS = 2
+USER_KNOBS = ("OMP_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS")
+
+
+def budget(cores: int, running: int) -> tuple[int, int | None]:
+    """(intra-op threads, compile workers or None for inductor's default) for one test."""
+    running = max(1, running)
+    intra = min(cores, max(MIN_THREADS, math.ceil(cores / running)))
+    return intra, (1 if running > 1 else None)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def running_tests(directory: pathlib.Path) -> int:
+    """Test processes holding their registry file now; files of dead ones are removed."""
+    count = 0
+    for path in directory.iterdir():
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue  # removed by another counter
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            count += 1  # held by a live test (or by this one, through its own descriptor)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        finally:
+            os.close(fd)
+    return count
+
+
+class ThreadBudget:
+    """pytest plugin: applies the budget before every test case."""
+
+    def __init__(self, directory: pathlib.Path, env, log=sys.stderr):
+        self.directory, self.env, self.log = directory, env, log
+        self.fixed = {k for k in USER_KNOBS if env.get(k)}
+        self.last = None
+
+    @classmethod
+    def start(cls, env=os.environ) -> "ThreadBudget":
+        """Registers this process and exports the budget for the processes it starts."""
+        directory = pathlib.Path(env.get("TORCH_TEST_JOBS_DIR", DEFAULT_DIR))
+        directory.mkdir(mode=0o777, parents=True, exist_ok=True)
+        mine = directory / f"{os.getpid()}"
+        fd = os.open(mine, os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held until this process exits
+        # pytest captures fd 2 while a test runs; budget changes go to the real test log.
+        self = cls(directory, env, os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1))
+        self.apply()
+        return self
+
+    def apply(self) -> tuple[int, int, int | None]:
+        running = running_tests(self.directory)
+        intra, compile_threads = budget(_cores(), running)
+        if "OMP_NUM_THREADS" not in self.fixed:
+            self.env["OMP_NUM_THREADS"] = str(intra)
+            torch = sys.modules.get("torch")
+            if torch is not None and hasattr(torch, "set_num_threads"):
+                torch.set_num_threads(intra)
+        if "TORCHINDUCTOR_COMPILE_THREADS" not in self.fixed:
+            if compile_threads is not None:
+                self.env["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads)
+                inductor = sys.modules.get("torch._inductor.config")
+                if inductor is not None:
+                    inductor.compile_threads = compile_threads
+        now = (running, intra, compile_threads)
+        if now != self.last:  # one line per change, for bench/ scripts and humans
+            print(
+                f"torch_test threads: {running} test(s) running on {_cores()} cores: "
+                f"intra-op {self.env.get('OMP_NUM_THREADS')}, "
+                f"compile workers {self.env.get('TORCHINDUCTOR_COMPILE_THREADS', 'default')}",
+                file=self.log,
+            )
+            self.last = now
+        return now
+
+    def pytest_runtest_setup(self, item):
+        self.apply()
