@@ -25,9 +25,9 @@ Declarations that contradict each other fail at loading time with a message nami
 """
 
 load("@local_hardware//:hardware.bzl", "GPU_FINGERPRINT")
-load(":durations.bzl", "durations_env")
 load(":pools.bzl", "exec_properties_for")
 load(":python.bzl", "py_test")
+load(":recorded.bzl", "recorded_env")
 
 _PLATFORMS = "//tools/platforms:"
 
@@ -160,7 +160,7 @@ def torch_test(
         if variant != "cpu":
             variant_env.update(GPU_ENV)
             variant_env["TORCH_TEST_GPU_HARDWARE"] = GPU_FINGERPRINT
-        variant_env.update(durations_env(target, _shards(shard_count, variant)))
+        variant_env.update(recorded_env(target, variant, _shards(shard_count, variant)))
         variant_env.update(env)
         py_test(
             name = target,

@@ -14,7 +14,7 @@ smallest visible GPU's memory; its memory is then capped at that share
 
 Peaks are recorded like durations: the runner prints `torch_test gpu memory: peak_mib=N`,
 tools/update_test_times.py writes GPU_PEAK_MIB in tools/test_times.bzl, and
-tools/build_defs/durations.bzl hands each GPU target its own.
+tools/build_defs/recorded.bzl hands each GPU target its own.
 TORCH_TEST_SLOTS_PER_GPU=N (e.g. --test_env) overrides: every test not declared whole then
 takes one of N slots, as before this policy.
 """

@@ -1,8 +1,9 @@
 """Which tests a Bazel shard runs: deterministic, every test in exactly one shard.
 
 With recorded durations (TORCH_TEST_DURATIONS: this target's entry of tools/test_times.bzl, set
-by tools/build_defs/durations.bzl) tests are packed greedily, longest first, onto the
-least-loaded shard; tests without a record are dealt round-robin after them. Ties break on node id, so a given file always yields the same split.
+by tools/build_defs/recorded.bzl) tests are packed greedily, longest first, onto the
+least-loaded shard; tests without a record are dealt round-robin after them. Ties break on
+node id, so a given file always yields the same split.
 """
 
 import heapq

@@ -1,0 +1,242 @@
+"""The suite in host-interpreter mode: plain pytest serial vs default Bazel vs the bound.
+
+    TORCH_TEST_PYTHON=$(command -v python3) [TORCH_TEST_BAZEL_BUNDLE=bazel-bundle.tar.xz] \
+        python3 bench/host_suite.py
+
+For GPU hosts whose image ships torch (no pinned @pypi, maybe no Bazel: the bundle). One run of
+each, cold kernel caches (each phase gets an empty one), ratios printed and written to
+RESULTS_DIR/host_suite.md (default bench/results):
+
+  record   only if a GPU target of the suite has no peak GPU memory in tools/test_times.bzl:
+           its GPU targets once through Bazel, then tools/update_test_times.py, so the
+           default run below decides GPU sharing from measured peaks (tools/runner/gpu_share.py).
+           The updated tools/test_times.bzl is copied to RESULTS_DIR: commit it.
+  bazel    `tools/bazel test --nocache_test_results //dynamo_tests/... //distributed_tests/...`:
+           the defaults (thread budget, GPU sharing, shards), nothing else set
+  pytest   the same targets' tests through plain pytest, one (file, variant) after another, in
+           the same interpreter, only the targets Bazel ran (not those it SKIPPED)
+  bound    max(longest test case + one interpreter start,
+               GPU test-case seconds / GPUs (the GPU work one after another),
+               all test-case seconds / cores), test-case seconds from the uncontended pytest run
+
+Goals (issue 16): bazel <= 1.1 x bound and <= 0.35 x pytest on a 16-core 1-GPU host.
+
+Environment (smoke tests): HOST_SUITE_TARGETS (space-separated, default the two packages),
+BAZEL_STARTUP (e.g. --output_base=/tmp/ob, to keep a pinned output base apart).
+"""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools import update_test_times  # noqa: E402
+
+RESULTS = pathlib.Path(os.environ.get("RESULTS_DIR", ROOT / "bench" / "results"))
+BAZEL = str(ROOT / "tools" / "bazel")
+KERNEL_CACHE = pathlib.Path(f"/tmp/torch_tests_kernel_cache_{os.getuid()}")
+TARGETS = os.environ.get("HOST_SUITE_TARGETS", "//dynamo_tests/... //distributed_tests/...").split()
+STARTUP = os.environ.get("BAZEL_STARTUP", "").split()
+SUFFIXES = {"_multi_gpu": "multi_gpu", "_gpu": "gpu"}
+RESULT_LINE = re.compile(r"^(//\S+)\s+(?:\(cached\) )?(PASSED|FAILED|SKIPPED|TIMEOUT|FLAKY)", re.M)
+
+
+def log(message: str) -> None:
+    print(f"[host_suite {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def timed(cmd, **kwargs):
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kwargs)
+    return proc, time.monotonic() - start
+
+
+def cold_kernel_cache() -> None:
+    shutil.rmtree(KERNEL_CACHE, ignore_errors=True)
+
+
+def bazel(*args):
+    return timed([BAZEL, *STARTUP, *args])
+
+
+def results_of(output: str) -> dict[str, str]:
+    return dict(RESULT_LINE.findall(output))
+
+
+def variant_of(label: str) -> tuple[str, str]:
+    """(source, variant) of a torch_test target: //pkg:test_x_gpu -> (pkg/test_x.py, gpu)."""
+    package, name = label.removeprefix("//").split(":")
+    for suffix, variant in SUFFIXES.items():
+        if name.endswith(suffix):
+            return f"{package}/{name.removesuffix(suffix)}.py", variant
+    return f"{package}/{name}.py", "cpu"
+
+
+def gpu_count() -> int:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return 0
+    out = subprocess.run([smi, "-L"], capture_output=True, text=True, check=False).stdout
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def gpu_targets() -> list[str]:
+    query = f"attr(tags, gpu, tests({' + '.join(TARGETS)}))"
+    proc, _ = bazel("query", query)
+    return [line for line in proc.stdout.split() if line.startswith("//")]
+
+
+def record_peaks_if_missing() -> str:
+    _, peaks = update_test_times.read()
+    wanted = [t for t in gpu_targets() if variant_of(t)[1] == "gpu" or gpu_count() > 1]
+    missing = [t for t in wanted if t not in peaks]
+    if not missing or gpu_count() == 0:
+        return "peaks recorded already" if not missing else "no GPU"
+    log(f"record: no GPU peak for {missing}; running the GPU targets once")
+    cold_kernel_cache()
+    proc, wall = bazel("test", "--nocache_test_results", "--test_tag_filters=gpu", *TARGETS)
+    update = subprocess.run(
+        [sys.executable, "tools/update_test_times.py"], cwd=ROOT, capture_output=True, text=True
+    )
+    shutil.copy(update_test_times.TIMES, RESULTS / "test_times.bzl")
+    _, peaks = update_test_times.read()
+    got = {t: peaks.get(t) for t in missing}
+    log(f"record: {wall:.0f} s, peaks {got}; {update.stdout.strip()}")
+    return f"recorded in {wall:.0f} s: {json.dumps(got)} (commit tools/test_times.bzl)"
+
+
+def plain_pytest(ran: list[str], python: str):
+    """Plain pytest, one (file, variant) after another; per-case seconds from its JUnit XML."""
+    cold_kernel_cache()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TEST_")}
+    env.update(
+        PYTHONPATH=str(ROOT),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        NCCL_NVLS_ENABLE="0",
+        TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
+        NVSHMEM_DISABLE_NVLS="1",
+        TORCHINDUCTOR_CACHE_DIR=str(KERNEL_CACHE / "pytest-inductor"),
+        TRITON_CACHE_DIR=str(KERNEL_CACHE / "pytest-triton"),
+    )
+    declared: dict[str, list[str]] = {}
+    for label in ran:
+        source, variant = variant_of(label)
+        declared.setdefault(source, []).append(variant)
+    rows, cases = [], []
+    scratch = RESULTS / "host_suite_junit"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    for index, label in enumerate(ran):
+        source, variant = variant_of(label)
+        xml = scratch / f"{index}.xml"
+        env.update(
+            TORCH_TEST_VARIANT=variant, TORCH_TEST_DECLARED_VARIANTS=",".join(declared[source])
+        )
+        cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", source]
+        proc, wall = timed([*cmd, f"--junitxml={xml}", "-p", "no:cacheprovider"], env=env)
+        summary = (proc.stdout.strip().splitlines() or ["?"])[-1]
+        rows.append((source, variant, wall, summary))
+        log(f"pytest {source} [{variant}]: {wall:.1f} s, {summary}")
+        if xml.exists():
+            for case in ET.parse(xml).getroot().iter("testcase"):
+                cases.append((variant, float(case.get("time", 0))))
+    return rows, cases
+
+
+def interpreter_start(python: str) -> float:
+    start = time.monotonic()
+    subprocess.run([python, "-c", "import torch, pytest"], check=True, cwd=ROOT)
+    return time.monotonic() - start
+
+
+def grep_logs(pattern: str) -> list[str]:
+    testlogs = pathlib.Path(bazel("info", "bazel-testlogs")[0].stdout.strip())
+    packages = {t.removeprefix("//").split(":")[0].removesuffix("/...") for t in TARGETS}
+    found = []
+    for package in sorted(packages):
+        for path in sorted((testlogs / package).rglob("test.log")):
+            rel = path.parent.relative_to(testlogs)
+            found += [f"{rel}: {line}" for line in path.read_text().splitlines() if pattern in line]
+    return found
+
+
+def main() -> int:
+    python = os.environ.get("TORCH_TEST_PYTHON")
+    if not python:
+        print("set TORCH_TEST_PYTHON to the interpreter with torch (host mode)", file=sys.stderr)
+        return 2
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    cores, gpus = os.cpu_count() or 1, gpu_count()
+    log(f"{cores} cores, {gpus} GPUs, python {python}")
+    build, build_wall = bazel("build", *TARGETS)
+    if build.returncode:
+        print(build.stderr[-3000:], file=sys.stderr)
+        return 1
+    log(f"build (server start, analysis, runfiles): {build_wall:.0f} s")
+    recorded = record_peaks_if_missing()
+
+    cold_kernel_cache()
+    run, bazel_wall = bazel("test", "--nocache_test_results", *TARGETS)
+    (RESULTS / "host_suite_bazel.log").write_text(run.stdout + run.stderr)
+    results = results_of(run.stdout + run.stderr)
+    ran = sorted(label for label, status in results.items() if status != "SKIPPED")
+    log(f"bazel default: {bazel_wall:.1f} s, exit {run.returncode}: {results}")
+    threads = grep_logs("torch_test threads:")
+    leases = grep_logs("torch_test lease:")
+
+    rows, cases = plain_pytest(ran, python)
+    pytest_wall = sum(wall for _, _, wall, _ in rows)
+    start = interpreter_start(python)
+    longest = max((seconds for _, seconds in cases), default=0.0) + start
+    gpu_seconds = sum(s for variant, s in cases if variant != "cpu") + start * sum(
+        1 for _, v, _, _ in rows if v != "cpu"
+    )
+    gpu_work = gpu_seconds / max(1, gpus) if gpus else 0.0
+    spread = (sum(s for _, s in cases) + start * len(rows)) / cores
+    bound = max(longest, gpu_work, spread)
+
+    lines = [
+        "# Suite on this host (host-interpreter mode): Bazel defaults vs plain pytest vs bound",
+        "",
+        f"host: {cores} cores, {gpus} GPUs; targets {' '.join(TARGETS)}; {recorded}",
+        "",
+        "| run | wall s | / bound | / pytest |",
+        "| --- | ---: | ---: | ---: |",
+        f"| plain pytest, serial | {pytest_wall:.1f} | {pytest_wall / bound:.2f} | 1 |",
+        f"| `tools/bazel test` (defaults) | {bazel_wall:.1f} | {bazel_wall / bound:.2f} "
+        f"| {bazel_wall / pytest_wall:.2f} |",
+        f"| bound | {bound:.1f} | 1 | {bound / pytest_wall:.2f} |",
+        "",
+        f"- bound = max(longest case + start {longest:.1f}, GPU work / GPUs {gpu_work:.1f}, "
+        f"all work / cores {spread:.1f}); interpreter start {start:.1f} s",
+        f"- goals: bazel <= 1.1 x bound ({bazel_wall / bound:.2f}), "
+        f"<= 0.35 x pytest ({bazel_wall / pytest_wall:.2f})",
+        f"- bazel exit {run.returncode}; results: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(results.items())),
+        "",
+        "| pytest file | variant | wall s | result |",
+        "| --- | --- | ---: | --- |",
+        *[f"| {s} | {v} | {w:.1f} | {summary} |" for s, v, w, summary in rows],
+        "",
+        "Runner lines (thread budget, GPU lease):",
+        "",
+        *[f"    {line}" for line in threads + leases],
+    ]
+    report = "\n".join(lines) + "\n"
+    (RESULTS / "host_suite.md").write_text(report)
+    print(report)
+    return 0 if run.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Facts recorded per target (tools/test_times.bzl), handed to each target through its environment.
+
+  TORCH_TEST_DURATIONS     JSON, pytest node id -> seconds: the runner packs shards
+                           longest-first from it (tools/runner/sharding.py). Sharded targets only.
+  TORCH_TEST_GPU_PEAK_MIB  peak GPU memory of the target's test process: the runner lets it
+                           share a GPU only if that fits (tools/runner/gpu_share.py). GPU variants.
+
+Only targets whose behaviour a fact changes get it, so facts stay out of other targets' cache
+keys: regenerating tools/test_times.bzl with unchanged numbers re-runs nothing, and a changed
+number re-runs only its target (tools/selftest/check_cache.sh checks both).
+"""
+
+load("//tools:test_times.bzl", "GPU_PEAK_MIB", "TEST_TIMES")
+
+def recorded_env(target, variant, shard_count):
+    """The environment entries above that apply to one target.
+
+    Args:
+      target: the target's name in the current package.
+      variant: its hardware variant ("cpu", "gpu", "multi_gpu").
+      shard_count: its shard count (None or 1: not sharded).
+
+    Returns:
+      A dict of environment variables, empty when nothing recorded applies.
+    """
+    label = "//{}:{}".format(native.package_name(), target)
+    env = {}
+    times = TEST_TIMES.get(label)
+    if times and shard_count and shard_count > 1:
+        env["TORCH_TEST_DURATIONS"] = json.encode(times)
+    peak = GPU_PEAK_MIB.get(label)
+    if peak and variant != "cpu":
+        env["TORCH_TEST_GPU_PEAK_MIB"] = str(peak)
+    return env
