@@ -121,6 +121,15 @@ TEST_TIMES = {
     "//tools/runner/tests:test_runner_kills_ranks": {
         "tools/runner/tests/test_runner_kills_ranks.py::test_sigterm_to_runner_kills_every_rank": 7.08,
     },
+    "//tools/selftest:probe_durations": {
+        "tools/selftest/probe_shards.py::test_a": 0.0,
+        "tools/selftest/probe_shards.py::test_b": 0.0,
+        "tools/selftest/probe_shards.py::test_c": 0.0,
+        "tools/selftest/probe_shards.py::test_d": 0.0,
+        "tools/selftest/probe_shards.py::test_e": 0.0,
+        "tools/selftest/probe_shards.py::test_f": 0.0,
+        "tools/selftest/probe_shards.py::test_g": 0.0,
+    },
 }
 
 GPU_PEAK_MIB = {

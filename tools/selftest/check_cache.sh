@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
 # Cache correctness of pinned mode: an edit re-runs exactly the tests that depend on what
 # changed, and nothing else.
-#   1. nothing changed            -> every probe (cached)
-#   2. lock: tqdm's version moved -> @pypi is re-fetched; only probe_tqdm re-runs
-#   3. a test_utils source edited -> only probe_test_utils re-runs
-# The lock and test_utils are restored on exit (the next build re-fetches @pypi once more).
+#   1. nothing changed                  -> every probe (cached)
+#   2. lock: tqdm's version moved       -> @pypi is re-fetched; only probe_tqdm re-runs
+#   3. test_utils/versions.py edited    -> only probe_test_utils re-runs
+#   4. test_utils/dtensor.py edited     -> only probe_dtensor re-runs; in the whole graph only
+#                                          the DTensor targets depend on it
+#   5. tools/test_times.bzl regenerated -> the same bytes; nothing re-runs
+#   6. one recorded duration changed    -> only its target (probe_durations) re-runs; other
+#                                          torch_tests (probe_shards: same runner) stay cached
+# Edited files are restored on exit (the next build re-fetches @pypi once more).
 source "$(dirname "$0")/lib.sh"
 lock=third_party/python/requirements.lock
-edited=test_utils/versions.py
+edited=(test_utils/versions.py test_utils/dtensor.py tools/test_times.bzl)
 backup="$(mktemp -d)"
-cp "$lock" "$edited" "$backup/"
-trap 'cp "$backup/$(basename "$lock")" "$lock"; cp "$backup/$(basename "$edited")" "$edited"; rm -rf "$backup"' EXIT
+cp "$lock" "${edited[@]}" "$backup/"
+restore() {
+  for f in "$lock" "${edited[@]}"; do cp "$backup/$(basename "$f")" "$f"; done
+  rm -rf "$backup"
+}
+trap restore EXIT
 
-probes=(//tools/selftest:probe_plain //tools/selftest:probe_tqdm //tools/selftest:probe_test_utils)
+probes=(//tools/selftest:probe_plain //tools/selftest:probe_tqdm //tools/selftest:probe_test_utils
+  //tools/selftest:probe_dtensor //tools/selftest:probe_durations //tools/selftest:probe_shards)
 run_probes() { "$BAZEL" test --test_summary=short "${probes[@]}" 2>&1; }
+# expect_only OUTPUT PROBE WHY: PROBE re-ran, every other probe came from the cache.
+expect_only() {
+  expect_line "$1" "$(fresh "$2")" "$2 re-ran ($3)"
+  for p in "${probes[@]}"; do
+    [[ $p == "$2" ]] || expect_line "$1" "$(cached "$p")" "$p stayed cached ($3)"
+  done
+}
 
 say "baseline"
 run_probes >/dev/null
@@ -35,15 +52,43 @@ open(path, "w").write(text)
 PY
 grep -q "^tqdm==$other" "$lock" || { fail "could not edit the lock"; finish; }
 out="$(run_probes)"
-expect_line "$out" "$(fresh //tools/selftest:probe_tqdm)" "probe_tqdm re-ran after the lock edit"
-expect_line "$out" "$(cached //tools/selftest:probe_plain)" "probe_plain stayed cached"
-expect_line "$out" "$(cached //tools/selftest:probe_test_utils)" "probe_test_utils stayed cached"
+expect_only "$out" //tools/selftest:probe_tqdm "lock edit"
 expect_line "$(cat bazel-testlogs/tools/selftest/probe_tqdm/test.log)" "^tqdm $other" "probe_tqdm saw tqdm $other"
 
-say "test_utils edit"
-echo "# edited by tools/selftest/check_cache.sh" >>"$edited"
+say "test_utils/versions.py edit"
+echo "# edited by tools/selftest/check_cache.sh" >>test_utils/versions.py
 out="$(run_probes)"
-expect_line "$out" "$(fresh //tools/selftest:probe_test_utils)" "probe_test_utils re-ran"
-expect_line "$out" "$(cached //tools/selftest:probe_plain)" "probe_plain stayed cached"
-expect_line "$out" "$(cached //tools/selftest:probe_tqdm)" "probe_tqdm stayed cached"
+expect_only "$out" //tools/selftest:probe_test_utils "versions.py edit"
+
+say "test_utils/dtensor.py edit"
+echo "# edited by tools/selftest/check_cache.sh" >>test_utils/dtensor.py
+out="$(run_probes)"
+expect_only "$out" //tools/selftest:probe_dtensor "dtensor.py edit"
+# The real targets: every test that depends on dtensor.py is a DTensor test.
+dependents="$("$BAZEL" query 'kind(py_test, rdeps(//..., //test_utils:dtensor.py))' 2>/dev/null | sort | tr '\n' ' ')"
+expect_line "$dependents" "^//distributed_tests:test_embedding_ops //distributed_tests:test_embedding_ops_multi_gpu //test_utils/tests:test_distributed_harness //tools/selftest:probe_dtensor $" \
+  "only DTensor targets depend on test_utils/dtensor.py (got: $dependents)"
+
+say "tools/test_times.bzl regenerated with unchanged numbers"
+python3 tools/update_test_times.py "$backup" >/dev/null # no new logs: every record kept
+if cmp -s tools/test_times.bzl "$backup/test_times.bzl"; then
+  pass "regenerated file is byte-identical"
+else
+  fail "regenerating changed tools/test_times.bzl: $(diff "$backup/test_times.bzl" tools/test_times.bzl | head -5)"
+fi
+out="$(run_probes)"
+for p in "${probes[@]}"; do expect_line "$out" "$(cached "$p")" "regenerated: $p cached"; done
+
+say "one recorded duration changed"
+python3 - <<'PY'
+import sys
+sys.path.insert(0, ".")
+from tools import update_test_times as u
+times, peaks = u.read()
+cases = times["//tools/selftest:probe_durations"]
+cases[min(cases)] += 1.0
+u.TIMES.write_text(u.render(times, peaks))
+PY
+out="$(run_probes)"
+expect_only "$out" //tools/selftest:probe_durations "duration changed"
 finish

@@ -1,4 +1,5 @@
-"""Seven trivial tests for tools/selftest/check_shards.sh: Bazel's shards must partition them."""
+"""Seven trivial tests, sharded: check_shards.sh (Bazel shards partition them) and check_cache.sh
+(probe_durations: recorded durations re-run only their own target)."""
 
 
 def test_a():
