@@ -22,9 +22,12 @@ import shutil
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools.results import bep, junit  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results"
 BAZEL = str(ROOT / "tools" / "bazel")
 KERNEL_CACHE = pathlib.Path(f"/tmp/torch_tests_kernel_cache_{os.getuid()}")
@@ -56,45 +59,41 @@ def measured(cmd, **kwargs):
 
 
 def bazel_test(*flags):
-    proc, wall, cpu = measured([BAZEL, "test", *flags, *TARGETS])
+    """(process, wall, cpu, tests executed, targets from the build event file)."""
+    events = RESULTS / "cpu_suite.bep.json"
+    proc, wall, cpu = measured(
+        [BAZEL, "test", *flags, f"--build_event_json_file={events}", *TARGETS]
+    )
     executed = re.search(r"Executed (\d+) out of (\d+) test", proc.stdout + proc.stderr)
-    return proc, wall, cpu, (int(executed.group(1)) if executed else -1)
+    return proc, wall, cpu, (int(executed.group(1)) if executed else -1), bep.read(events)
 
 
-def testlogs() -> pathlib.Path:
-    return (ROOT / "bazel-testlogs").resolve()
-
-
-def benched_logs(pattern: str) -> list[pathlib.Path]:
-    """Test logs of the benchmarked packages only (bazel-testlogs keeps every target's)."""
-    packages = [t.removeprefix("//").removesuffix("/...") for t in TARGETS]
-    return [p for pkg in packages for p in (testlogs() / pkg).rglob(pattern)]
-
-
-def peak_rss_from_logs() -> dict[str, float]:
+def peak_rss_from_logs(targets: dict[str, bep.Target]) -> dict[str, float]:
     peaks = {}
-    for log in benched_logs("test.log"):
-        for m in re.finditer(r"peak_rss_mib=(\d+) children_peak_rss_mib=(\d+)", log.read_text()):
-            rel = str(log.parent.relative_to(testlogs()))
-            peaks[rel] = max(peaks.get(rel, 0), int(m.group(1)), int(m.group(2)))
+    pattern = r"peak_rss_mib=(\d+) children_peak_rss_mib=(\d+)"
+    for label, target in targets.items():
+        for log in target.log_files():
+            for m in re.finditer(pattern, log.read_text()):
+                peaks[label] = max(peaks.get(label, 0), int(m.group(1)), int(m.group(2)))
     return peaks
 
 
-def shard_balance() -> dict[str, float]:
-    walls: dict[str, list[float]] = {}
-    for xml in benched_logs("shard_*/test.xml"):
-        suite = ET.parse(xml).getroot().find("testsuite")
-        walls.setdefault(str(xml.parent.parent.relative_to(testlogs())), []).append(
-            float(suite.get("time", 0))
-        )
+def shard_balance(targets: dict[str, bep.Target]) -> dict[str, float]:
+    walls = {
+        label: [a.duration_s for a in target.final_attempts()]
+        for label, target in targets.items()
+        if target.shard_count > 1
+    }
     return {t: max(w) / (sum(w) / len(w)) for t, w in walls.items() if sum(w) > 0}
 
 
-def case_seconds() -> float:
-    total = 0.0
-    for xml in benched_logs("test.xml"):
-        total += sum(float(c.get("time", 0)) for c in ET.parse(xml).getroot().iter("testcase"))
-    return total
+def case_seconds(targets: dict[str, bep.Target]) -> float:
+    return sum(
+        case.time_s
+        for target in targets.values()
+        for xml in target.xml_files()
+        for case in junit.cases(xml)
+    )
 
 
 def pypi_env() -> dict:
@@ -154,21 +153,21 @@ def main() -> int:
     subprocess.run([BAZEL, "build", *TARGETS], cwd=ROOT, check=True, capture_output=True)
 
     shutil.rmtree(KERNEL_CACHE, ignore_errors=True)
-    cold, cold_wall, cold_cpu, cold_n = bazel_test("--nocache_test_results")
+    cold, cold_wall, cold_cpu, cold_n, targets = bazel_test("--nocache_test_results")
     if cold.returncode != 0:
         print(cold.stdout[-3000:], cold.stderr[-3000:], file=sys.stderr)
         return 1
-    peaks = peak_rss_from_logs()
-    balance = shard_balance()
-    shards = sum(1 for _ in benched_logs("test.xml"))
-    bound = case_seconds() / cores + shards * interpreter_start_seconds() / cores
+    peaks = peak_rss_from_logs(targets)
+    balance = shard_balance(targets)
+    shards = sum(len(t.final_attempts()) for t in targets.values())
+    bound = case_seconds(targets) / cores + shards * interpreter_start_seconds() / cores
 
     bazel_test()  # the first run without --nocache_test_results re-analyses: options changed
-    _, warm_wall, _, warm_n = bazel_test()
+    _, warm_wall, _, warm_n, _ = bazel_test()
     original = EDITED.read_text()
     try:
         EDITED.write_text(original + "\n# edited by bench/cpu_suite.py\n")
-        _, incr_wall, _, incr_n = bazel_test()
+        _, incr_wall, _, incr_n, _ = bazel_test()
     finally:
         EDITED.write_text(original)
 

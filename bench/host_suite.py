@@ -28,7 +28,6 @@ BAZEL_STARTUP (e.g. --output_base=/tmp/ob, to keep a pinned output base apart).
 import json
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +38,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools import update_test_times  # noqa: E402
+from tools.results import bep  # noqa: E402
 
 RESULTS = pathlib.Path(os.environ.get("RESULTS_DIR", ROOT / "bench" / "results"))
 BAZEL = str(ROOT / "tools" / "bazel")
@@ -46,7 +46,6 @@ KERNEL_CACHE = pathlib.Path(f"/tmp/torch_tests_kernel_cache_{os.getuid()}")
 TARGETS = os.environ.get("HOST_SUITE_TARGETS", "//dynamo_tests/... //distributed_tests/...").split()
 STARTUP = os.environ.get("BAZEL_STARTUP", "").split()
 SUFFIXES = {"_multi_gpu": "multi_gpu", "_gpu": "gpu"}
-RESULT_LINE = re.compile(r"^(//\S+)\s+(?:\(cached\) )?(PASSED|FAILED|SKIPPED|TIMEOUT|FLAKY)", re.M)
 
 
 def log(message: str) -> None:
@@ -65,10 +64,6 @@ def cold_kernel_cache() -> None:
 
 def bazel(*args):
     return timed([BAZEL, *STARTUP, *args])
-
-
-def results_of(output: str) -> dict[str, str]:
-    return dict(RESULT_LINE.findall(output))
 
 
 def variant_of(label: str) -> tuple[str, str]:
@@ -102,9 +97,19 @@ def record_peaks_if_missing() -> str:
         return "peaks recorded already" if not missing else "no GPU"
     log(f"record: no GPU peak for {missing}; running the GPU targets once")
     cold_kernel_cache()
-    proc, wall = bazel("test", "--nocache_test_results", "--test_tag_filters=gpu", *TARGETS)
+    events = RESULTS / "host_suite_record.bep.json"
+    proc, wall = bazel(
+        "test",
+        "--nocache_test_results",
+        "--test_tag_filters=gpu",
+        f"--build_event_json_file={events}",
+        *TARGETS,
+    )
     update = subprocess.run(
-        [sys.executable, "tools/update_test_times.py"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "tools/update_test_times.py", str(events)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     shutil.copy(update_test_times.TIMES, RESULTS / "test_times.bzl")
     _, peaks = update_test_times.read()
@@ -159,14 +164,13 @@ def interpreter_start(python: str) -> float:
     return time.monotonic() - start
 
 
-def grep_logs(pattern: str) -> list[str]:
-    testlogs = pathlib.Path(bazel("info", "bazel-testlogs")[0].stdout.strip())
-    packages = {t.removeprefix("//").split(":")[0].removesuffix("/...") for t in TARGETS}
+def runner_lines(targets: dict[str, bep.Target], pattern: str) -> list[str]:
     found = []
-    for package in sorted(packages):
-        for path in sorted((testlogs / package).rglob("test.log")):
-            rel = path.parent.relative_to(testlogs)
-            found += [f"{rel}: {line}" for line in path.read_text().splitlines() if pattern in line]
+    for label, target in targets.items():
+        for log in target.log_files():
+            found += [
+                f"{label}: {line}" for line in log.read_text().splitlines() if pattern in line
+            ]
     return found
 
 
@@ -186,13 +190,17 @@ def main() -> int:
     recorded = record_peaks_if_missing()
 
     cold_kernel_cache()
-    run, bazel_wall = bazel("test", "--nocache_test_results", *TARGETS)
+    events = RESULTS / "host_suite.bep.json"
+    run, bazel_wall = bazel(
+        "test", "--nocache_test_results", f"--build_event_json_file={events}", *TARGETS
+    )
     (RESULTS / "host_suite_bazel.log").write_text(run.stdout + run.stderr)
-    results = results_of(run.stdout + run.stderr)
-    ran = sorted(label for label, status in results.items() if status != "SKIPPED")
+    targets = bep.read(events)
+    results = {label: target.status for label, target in targets.items()}
+    ran = sorted(label for label, status in results.items() if status != bep.SKIPPED)
     log(f"bazel default: {bazel_wall:.1f} s, exit {run.returncode}: {results}")
-    threads = grep_logs("torch_test threads:")
-    leases = grep_logs("torch_test lease:")
+    threads = runner_lines(targets, "torch_test threads:")
+    leases = runner_lines(targets, "torch_test lease:")
 
     rows, cases = plain_pytest(ran, python)
     pytest_wall = sum(wall for _, _, wall, _ in rows)

@@ -51,6 +51,7 @@ class Attempt:
     cached: bool
     duration_s: float
     outputs: dict  # name (test.log, test.xml, ...) -> pathlib.Path
+    start_s: float = 0.0  # epoch seconds the action started (incl. waiting for a local slot)
 
     @property
     def xml(self) -> pathlib.Path | None:
@@ -163,6 +164,7 @@ def parse(lines) -> dict[str, Target]:
                     cached=bool(result.get("cachedLocally") or execution.get("cachedRemotely")),
                     duration_s=int(result.get("testAttemptDurationMillis", 0)) / 1000,
                     outputs=_outputs(result.get("testActionOutput", [])),
+                    start_s=int(result.get("testAttemptStartMillisEpoch", 0)) / 1000,
                 )
             )
         elif kind == "testSummary":

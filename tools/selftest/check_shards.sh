@@ -3,18 +3,22 @@
 # must run as three shards whose test.xml files list every test exactly once, each shard some.
 source "$(dirname "$0")/lib.sh"
 
-out="$("$BAZEL" test --nocache_test_results //tools/selftest:probe_shards 2>&1)" || true
+events="$(mktemp)"
+trap 'rm -f "$events"' EXIT
+out="$("$BAZEL" test --nocache_test_results --build_event_json_file="$events" \
+  //tools/selftest:probe_shards 2>&1)" || true
 expect_line "$out" "$(fresh //tools/selftest:probe_shards)" "the sharded target passed"
 expect_line "$out" "Stats over 3 runs" "Bazel ran three shards"
 
-testlogs="$("$BAZEL" info bazel-testlogs 2>/dev/null)/tools/selftest/probe_shards"
-if report="$(python3 - "$testlogs" <<'PY'
-import pathlib, sys, xml.etree.ElementTree as ET
-shards = sorted(pathlib.Path(sys.argv[1]).glob("shard_*_of_3/test.xml"))
-cases = [[c.get("name") for c in ET.parse(x).getroot().iter("testcase")] for x in shards]
+# This invocation's shards, from its build event file (tools/results).
+if report="$(python3 - "$events" <<'PY'
+import sys
+from tools.results import bep, junit
+target = bep.read(sys.argv[1])["//tools/selftest:probe_shards"]
+cases = [[c.name for c in junit.cases(x)] for x in target.xml_files()]
 every = [name for shard in cases for name in shard]
 print("shards:", [len(c) for c in cases], "cases:", sorted(every))
-ok = len(shards) == 3 and all(cases) and sorted(every) == [f"test_{n}" for n in "abcdefg"]
+ok = len(cases) == 3 and all(cases) and sorted(every) == [f"test_{n}" for n in "abcdefg"]
 sys.exit(0 if ok else 1)
 PY
 )"; then
