@@ -9,7 +9,8 @@ dies, so crashed tests never count), and the number of held files is the number 
 running now. The budget is re-taken before every test case, since peers start and finish:
 
   intra-op threads (torch.set_num_threads; OMP_NUM_THREADS for rank processes it starts):
-      ceil(cores / running tests), at least MIN_THREADS
+      ceil(cores / running tests), at least MIN_THREADS; cores are physical ones, as torch
+      counts them for its default, so a test running alone gets torch's default
   inductor compile workers (TORCHINDUCTOR_COMPILE_THREADS, torch._inductor.config):
       1 once other tests have been seen running (a worker pool per test multiplies
       processes); inductor's default for a test that runs alone
@@ -43,7 +44,16 @@ def budget(cores: int, running: int) -> tuple[int, int | None]:
 
 
 def _cores() -> int:
-    return len(os.sched_getaffinity(0))
+    """Physical cores this process may run on: torch's own default intra-op thread count."""
+    cpus = os.sched_getaffinity(0)
+    siblings = set()
+    for cpu in cpus:
+        topology = pathlib.Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        try:
+            siblings.add(topology.read_text().strip())
+        except OSError:
+            return len(cpus)
+    return len(siblings) or len(cpus)
 
 
 def running_tests(directory: pathlib.Path) -> int:
