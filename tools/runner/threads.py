@@ -30,10 +30,12 @@ import math
 import os
 import pathlib
 import sys
+import tempfile
 
 DEFAULT_DIR = "/dev/shm/torch_test_jobs"
 MIN_THREADS = 2
 USER_KNOBS = ("OMP_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS")
+STAGING = ".staging-"
 
 
 def budget(cores: int, running: int) -> tuple[int, int | None]:
@@ -60,6 +62,8 @@ def running_tests(directory: pathlib.Path) -> int:
     """Test processes holding their registry file now; files of dead ones are removed."""
     count = 0
     for path in directory.iterdir():
+        if path.name.startswith(STAGING):
+            continue
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
@@ -89,9 +93,11 @@ class ThreadBudget:
         """Registers this process and exports the budget for the processes it starts."""
         directory = pathlib.Path(env.get("TORCH_TEST_JOBS_DIR", DEFAULT_DIR))
         directory.mkdir(mode=0o777, parents=True, exist_ok=True)
-        mine = directory / f"{os.getpid()}"
-        fd = os.open(mine, os.O_RDWR | os.O_CREAT, 0o666)
+        # Unique names: Bazel's sandboxes have PID namespaces, so PIDs repeat across tests.
+        # Locked before it gets a counted name, so no counter mistakes it for a dead one.
+        fd, staging = tempfile.mkstemp(prefix=STAGING, dir=directory)
         fcntl.flock(fd, fcntl.LOCK_EX)  # held until this process exits
+        os.rename(staging, staging.replace(STAGING, "test-", 1))
         # pytest captures fd 2 while a test runs; budget changes go to the real test log.
         self = cls(directory, env, os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1))
         self.apply()
