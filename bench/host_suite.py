@@ -32,13 +32,12 @@ import shutil
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools import update_test_times  # noqa: E402
-from tools.results import bep  # noqa: E402
+from tools.results import bep, junit  # noqa: E402
 
 RESULTS = pathlib.Path(os.environ.get("RESULTS_DIR", ROOT / "bench" / "results"))
 BAZEL = str(ROOT / "tools" / "bazel")
@@ -118,8 +117,12 @@ def record_peaks_if_missing() -> str:
     return f"recorded in {wall:.0f} s: {json.dumps(got)} (commit tools/test_times.bzl)"
 
 
-def plain_pytest(ran: list[str], python: str):
-    """Plain pytest, one (file, variant) after another; per-case seconds from its JUnit XML."""
+def plain_pytest(ran: list[str], every: list[str], python: str):
+    """Plain pytest, one (file, variant) of `ran` after another; per-case seconds from JUnit.
+
+    Each source's declared variants are those of all its targets (`every`, SKIPPED ones too),
+    as the torch_test macro declares them.
+    """
     cold_kernel_cache()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TEST_")}
     env.update(
@@ -134,7 +137,7 @@ def plain_pytest(ran: list[str], python: str):
         TRITON_CACHE_DIR=str(KERNEL_CACHE / "pytest-triton"),
     )
     declared: dict[str, list[str]] = {}
-    for label in ran:
+    for label in every:
         source, variant = variant_of(label)
         declared.setdefault(source, []).append(variant)
     rows, cases = [], []
@@ -153,8 +156,7 @@ def plain_pytest(ran: list[str], python: str):
         rows.append((source, variant, wall, summary))
         log(f"pytest {source} [{variant}]: {wall:.1f} s, {summary}")
         if xml.exists():
-            for case in ET.parse(xml).getroot().iter("testcase"):
-                cases.append((variant, float(case.get("time", 0))))
+            cases += [(variant, case.time_s) for case in junit.cases(xml)]
     return rows, cases
 
 
@@ -202,7 +204,7 @@ def main() -> int:
     threads = runner_lines(targets, "torch_test threads:")
     leases = runner_lines(targets, "torch_test lease:")
 
-    rows, cases = plain_pytest(ran, python)
+    rows, cases = plain_pytest(ran, sorted(targets), python)
     pytest_wall = sum(wall for _, _, wall, _ in rows)
     start = interpreter_start(python)
     longest = max((seconds for _, seconds in cases), default=0.0) + start
