@@ -68,6 +68,9 @@ def running_tests(directory: pathlib.Path) -> int:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             continue  # removed by another counter
+        except PermissionError:
+            count += 1  # another user's test (registrations are readable; assume it lives)
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -97,6 +100,7 @@ class ThreadBudget:
         # Locked before it gets a counted name, so no counter mistakes it for a dead one.
         fd, staging = tempfile.mkstemp(prefix=STAGING, dir=directory)
         fcntl.flock(fd, fcntl.LOCK_EX)  # held until this process exits
+        os.fchmod(fd, 0o644)  # other users' tests count it too
         os.rename(staging, staging.replace(STAGING, "test-", 1))
         # pytest captures fd 2 while a test runs; budget changes go to the real test log.
         self = cls(directory, env, os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1))
