@@ -96,6 +96,8 @@ class ThreadBudget:
         """Registers this process and exports the budget for the processes it starts."""
         directory = pathlib.Path(env.get("TORCH_TEST_JOBS_DIR", DEFAULT_DIR))
         directory.mkdir(mode=0o777, parents=True, exist_ok=True)
+        with contextlib.suppress(PermissionError):
+            directory.chmod(0o777)  # past the umask: every user's tests register here
         # Unique names: Bazel's sandboxes have PID namespaces, so PIDs repeat across tests.
         # Locked before it gets a counted name, so no counter mistakes it for a dead one.
         fd, staging = tempfile.mkstemp(prefix=STAGING, dir=directory)
