@@ -926,7 +926,7 @@ _GUARDS_OUT = io.StringIO()
 
 
 # ---------------------------------------------------------------------------------------------
-# multi_gpu tests: 2 ranks, one process each
+# multi_gpu tests: one rank per leased GPU (2 in the multi_gpu variant), one process each
 
 # test_fsdp_setattr, per device type: (frames compiled, ops in them, graph breaks by type).
 # One graph of MutatingModel's 4 linear + 4 relu + the multiplication by the new state.
@@ -946,7 +946,7 @@ FSDP_SETATTR_EXPECTED = {
 class TestMultiProc(DynamoTestCase, MultiProcessTestCase):
     """Integration tests over real ranks; each test spawns its processes, so keep these few."""
 
-    world_size = 2
+    # world_size: one rank per leased GPU (MultiProcessTestCase), as the seed's device_count().
     device_type = "cuda"  # the harness sets each rank's current device to cuda:<rank>
 
     # Ranks start from the same RNG state (test_utils.distributed seeds them): FSDP1 shards each

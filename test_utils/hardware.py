@@ -1,27 +1,55 @@
 """What hardware a test needs, declared once on the test and read by the runner.
 
-A test's requirements place it in exactly one Bazel variant of its source file:
-
-    variant      needs                     runs
-    cpu          nothing                   tests without markers
-    gpu          exactly 1 GPU             @requires_gpus(1), @requires_nccl, @requires_triton
-    multi_gpu    2 or more GPUs            @requires_gpus(2) (or more)
-
+A test's requirements place it in exactly one Bazel variant of its source file: the variant
+of tools/build_defs/variants.bzl with exactly the GPUs it needs (unmarked tests: cpu, 0 GPUs;
+@requires_gpus(2): multi_gpu; @requires_nccl / @requires_triton alone: 1 GPU, gpu). A count no
+variant has (@requires_gpus(3)) fails collection.
 Markers work on test functions, unittest methods and whole classes; class and method markers
 merge (the larger GPU count wins). NCCL and triton both need a GPU, so on their own they imply
-one.
+one; they are the "features" of the table, and a target must declare exactly the features its
+tests' markers use (torch_test's nccl / triton arguments; checked by the pytest plugin).
+
+Inside Bazel the variants and GPU counts come from the torch_test macro (VARIANTS_ENV), so a
+table edit that changes no GPU count (a pool, a timeout) re-runs no test; outside Bazel (plain
+pytest) they are read from the table. //test_utils/tests:test_hardware_table checks both agree.
+
+Whether this host has the GPUs is decided once per test: host_gpu_count() asks nvidia-smi once
+and exports the answer (HOST_GPUS_ENV) to the processes the test starts (e.g. its ranks).
 """
 
 import dataclasses
+import functools
 import importlib.util
 import os
 import shutil
 import subprocess
 
-VARIANTS = ("cpu", "gpu", "multi_gpu")
 VARIANT_ENV = "TORCH_TEST_VARIANT"
+# Every variant's GPU count, "cpu=0,gpu=1,...": set by the torch_test macro from the table.
+VARIANTS_ENV = "TORCH_TEST_VARIANTS"
 DECLARED_VARIANTS_ENV = "TORCH_TEST_DECLARED_VARIANTS"
+# The features (nccl, triton) the torch_test target declares for its variant, comma-separated.
+DECLARED_FEATURES_ENV = "TORCH_TEST_DECLARED_FEATURES"
+# This host's GPU count once known (set by host_gpu_count for child processes). The rig
+# (tools/remote) sets it with --test_env to simulate a GPU pool's hosts on CPU workers.
+HOST_GPUS_ENV = "TORCH_TEST_HOST_GPUS"
 _ATTR = "__torch_test_requirements__"
+
+
+def _variant_gpus() -> dict[str, int]:
+    declared = os.environ.get(VARIANTS_ENV)
+    if declared:
+        return {name: int(n) for name, n in (pair.split("=") for pair in declared.split(","))}
+    from test_utils import hardware_table  # plain pytest: read the table itself
+
+    return {name: spec["gpus"] for name, spec in hardware_table.table()["VARIANTS"].items()}
+
+
+# {variant: GPUs}, in the table's order.
+VARIANTS = _variant_gpus()
+# The table's FEATURES: fields of Requirements, marked @requires_<feature>, offered by
+# has_<feature> (checked against the table by //test_utils/tests:test_hardware_table).
+FEATURES = ("nccl", "triton")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,16 +70,27 @@ class Requirements:
         return max(self.gpus, 1 if (self.nccl or self.triton) else 0)
 
     @property
-    def variant(self) -> str:
+    def variant(self) -> str | None:
+        """The variant with exactly min_gpus GPUs, or None if the table has none."""
         return variant_for_gpus(self.min_gpus)
 
+    @property
+    def features(self) -> frozenset[str]:
+        return frozenset(f for f in FEATURES if getattr(self, f))
 
-def variant_for_gpus(gpus: int) -> str:
-    return "cpu" if gpus == 0 else "gpu" if gpus == 1 else "multi_gpu"
+
+def variant_for_gpus(gpus: int) -> str | None:
+    """The variant of exactly `gpus` GPUs, or None."""
+    return next((name for name, count in VARIANTS.items() if count == gpus), None)
 
 
 def gpus_needed(variant: str) -> int:
-    return {"cpu": 0, "gpu": 1, "multi_gpu": 2}[_checked(variant)]
+    return VARIANTS[_checked(variant)]
+
+
+def declared_gpu_counts() -> str:
+    """'cpu=0, gpu=1, ...': the table, for error messages."""
+    return ", ".join(f"{name}={count}" for name, count in VARIANTS.items())
 
 
 def requires(*, gpus: int = 0, nccl: bool = False, triton: bool = False):
@@ -118,7 +157,17 @@ def visible_gpu_count() -> int:
     return host_gpu_count()
 
 
+@functools.cache
 def host_gpu_count() -> int:
+    """GPUs on this host: asked of nvidia-smi once, then inherited by child processes."""
+    known = os.environ.get(HOST_GPUS_ENV)
+    if known is None:
+        known = str(_nvidia_smi_gpus())
+        os.environ[HOST_GPUS_ENV] = known
+    return int(known)
+
+
+def _nvidia_smi_gpus() -> int:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return 0

@@ -30,13 +30,18 @@ class MultiProcessTestCase(unittest.TestCase):
     In a rank: self.rank, self.world_size, self.device (cpu, or cuda:<rank>); setUp, the test
     and tearDown run there with the process group initialised. In the pytest process, per_rank
     tests only launch the ranks: setUp and tearDown do not run there (setUpClass does).
-    Override world_size, device_type, backend or timeout as class attributes or properties.
+    Override world_size, device_type, backend or timeout as class attributes or properties; the
+    default world size is the seeds' (torch's tests use torch.cuda.device_count(): every GPU
+    the test may use).
     """
 
     rank: int | None = None  # None in the pytest process
 
     @property
     def world_size(self) -> int:
+        """One rank per leased GPU (the runner leases exactly the variant's); 2 on CPU."""
+        if self.device_type == "cuda":
+            return hardware.visible_gpu_count()
         return 2
 
     @property

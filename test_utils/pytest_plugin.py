@@ -5,6 +5,12 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
   so each test runs in exactly one Bazel target.
 - A test whose variant has no Bazel target for its source fails the run: the variants of a
   source must partition its tests (TORCH_TEST_DECLARED_VARIANTS, set by the torch_test macro).
+  So does a test whose GPU count has no variant at all (@requires_gpus(3)).
+- Each variant's features (nccl, triton: TORCH_TEST_DECLARED_FEATURES, from torch_test's nccl /
+  triton arguments, which become platform constraints) must be exactly those its tests'
+  markers use: a @requires_nccl test in a target without nccl would run on hosts without NCCL.
+  Every target of a source checks every variant (collection sees all tests), so the cpu
+  target on a CPU host already catches a GPU variant's mismatch.
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
 - A process sharing GPUs with other tests (TORCH_TEST_SLOTS_PER_GPU > 1) caps its memory.
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
@@ -40,12 +46,25 @@ def pytest_collection_modifyitems(config, items):
         req = hardware.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
         item.stash[_REQ_KEY] = req
         (keep if req.variant == variant else drop).append(item)
+    homeless = [
+        f"{i.nodeid} (needs {requirements(i).min_gpus} GPUs)"
+        for i in items
+        if requirements(i).variant is None
+    ]
+    if homeless:
+        raise pytest.UsageError(
+            "no variant has exactly the GPUs these tests need (tools/build_defs/variants.bzl: "
+            f"{hardware.declared_gpu_counts()}):\n  " + "\n  ".join(homeless)
+        )
     orphans = _tests_without_target(items)
     if orphans:
         raise pytest.UsageError(
             "these tests belong to variants this source declares no target for "
             f"(declared: {os.environ[hardware.DECLARED_VARIANTS_ENV]}):\n  " + "\n  ".join(orphans)
         )
+    mismatch = _feature_mismatch(items)
+    if mismatch:
+        raise pytest.UsageError(mismatch)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -61,6 +80,36 @@ def _tests_without_target(items) -> list[str]:
         for i in items
         if requirements(i).variant not in variants
     ]
+
+
+def _feature_mismatch(items) -> str | None:
+    """Why some variant's declared features differ from its tests' markers, or None."""
+    declared_env = os.environ.get(hardware.DECLARED_FEATURES_ENV)
+    if declared_env is None:
+        return None  # plain pytest outside Bazel
+    # "cpu=,gpu=nccl+triton,...": every declared variant of the source.
+    declared = {
+        variant: set(filter(None, features.split("+")))
+        for variant, features in (pair.split("=") for pair in declared_env.split(","))
+    }
+    problems = []
+    for variant, features in declared.items():
+        ours = [i for i in items if requirements(i).variant == variant]
+        for feature in hardware.FEATURES:
+            marked = [i.nodeid for i in ours if feature in requirements(i).features]
+            if marked and feature not in features:
+                problems.append(
+                    f"tests marked @requires_{feature} run in variant {variant!r}, but its "
+                    f"torch_test does not list {variant!r} in {feature} = [...] (so the target "
+                    f"does not need has_{feature}):\n  " + "\n  ".join(marked)
+                )
+            if feature in features and not marked:
+                problems.append(
+                    f"torch_test lists {variant!r} in {feature} = [...], but none of the "
+                    f"variant's tests is marked @requires_{feature}: remove it (the target would "
+                    f"needlessly require has_{feature})"
+                )
+    return "\n".join(problems) or None
 
 
 def pytest_collection_finish(session):

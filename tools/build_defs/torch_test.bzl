@@ -3,46 +3,33 @@
     torch_test(
         name = "test_embedding_ops",          # source: test_embedding_ops.py
         variants = ["cpu", "multi_gpu"],
-        nccl = ["multi_gpu"],                 # variants that use the NCCL backend
+        nccl = ["multi_gpu"],                 # variants whose tests are marked @requires_nccl
         shard_count = {"cpu": 2},             # int (every variant) or per-variant dict
         deps = ["@pypi//:torch"],
     )
 
-creates
+creates (variants, suffixes, GPU counts, tags, pools: the table in variants.bzl)
 
     target                       variant    tags                    needs (target_compatible_with)
     test_embedding_ops           cpu        -                       -
-    test_embedding_ops_gpu       gpu        gpu [nccl]              has_gpu [has_nccl]
-    test_embedding_ops_multi_gpu multi_gpu  gpu multi_gpu [nccl]    has_gpu has_multi_gpu [has_nccl]
+    test_embedding_ops_multi_gpu multi_gpu  gpu multi_gpu nccl      has_gpus_2 has_nccl
 
 Inside the source, test_utils.hardware markers place each test in one variant; the runner
-(//tools/runner:pytest_runner.py) runs the variant's tests and fails if the host lacks its
-hardware. Targets whose hardware the platform lacks are SKIPPED by Bazel. Per variant the
-target also gets the remote pool (pools.bzl) and, for GPU variants, the GPU fingerprint in its
-environment, so cached GPU results are tied to the GPU model.
+(//tools/runner:pytest_runner.py) leases exactly the variant's GPUs and fails if the host lacks
+them. Targets whose hardware the platform lacks are SKIPPED by Bazel. `nccl` / `triton` must
+name exactly the variants whose tests carry @requires_nccl / @requires_triton: the pytest
+plugin fails collection otherwise (Starlark cannot read the markers, so this is checked, not
+derived). Per variant the target also gets its pool (pools.bzl).
 
 Declarations that contradict each other fail at loading time with a message naming them.
 """
 
-load("@local_hardware//:hardware.bzl", "GPU_FINGERPRINT")
 load(":pools.bzl", "exec_properties_for")
 load(":python.bzl", "py_test")
 load(":recorded.bzl", "recorded_env")
+load(":variants.bzl", "FEATURES", "VARIANTS", "gpu_constraint", "tag_filter")
 
 _PLATFORMS = "//tools/platforms:"
-
-VARIANTS = {
-    "cpu": struct(suffix = "", tags = [], needs = []),
-    "gpu": struct(suffix = "_gpu", tags = ["gpu"], needs = ["has_gpu"]),
-    "multi_gpu": struct(suffix = "_multi_gpu", tags = ["gpu", "multi_gpu"], needs = ["has_gpu", "has_multi_gpu"]),
-}
-
-# Every GPU test process: NVLink multicast off (unsupported on the pools' NVSwitch setup).
-GPU_ENV = {
-    "NCCL_NVLS_ENABLE": "0",
-    "NVSHMEM_DISABLE_NVLS": "1",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-}
 
 # Every test process: no network access to model hubs.
 COMMON_ENV = {
@@ -53,9 +40,9 @@ COMMON_ENV = {
 
 RUNNER = "//tools/runner:pytest_runner.py"
 
-# GPU variants may first wait for the GPU lease (tools/runner/gpu_lease.py) while other GPU
-# tests run; that wait counts against Bazel's timeout, so their default timeout is longer.
-_GPU_TIMEOUT = "long"
+# What test_utils.hardware needs of the table: each variant's GPU count ("cpu=0,gpu=1,...").
+# Passed in the environment rather than as a file, so editing a pool or timeout re-runs nothing.
+_VARIANT_GPUS = ",".join(["{}={}".format(v, VARIANTS[v]["gpus"]) for v in VARIANTS])
 
 def _fail(name, message):
     fail("torch_test(name = \"{}\"): {}".format(name, message))
@@ -66,7 +53,7 @@ def _unknown(values, known):
 # List arguments that may also be a select().
 _SELECTABLE = ["args", "data", "deps"]
 
-def _check(name, variants, nccl, shard_count, lists = {}, env = {}):
+def _check(name, variants, features, shard_count, lists = {}, env = {}):
     for arg, value in lists.items():
         if type(value) != "list" and not (type(value) == "select" and arg in _SELECTABLE):
             _fail(name, "{} must be a list, got the {} {}; write [{}]".format(
@@ -82,11 +69,12 @@ def _check(name, variants, nccl, shard_count, lists = {}, env = {}):
         _fail(name, "unknown variants {}; known: {}".format(bad, VARIANTS.keys()))
     if len(variants) != len({v: None for v in variants}):
         _fail(name, "variants {} lists a variant twice".format(variants))
-    if "cpu" in nccl:
-        _fail(name, "nccl lists the cpu variant; NCCL needs GPUs (use gloo on cpu)")
-    bad = _unknown(nccl, variants)
-    if bad:
-        _fail(name, "nccl names {}, which are not among variants {}".format(bad, variants))
+    for feature, listed in features.items():
+        if "cpu" in listed:
+            _fail(name, "{} lists the cpu variant; {} needs GPUs".format(feature, feature))
+        bad = _unknown(listed, variants)
+        if bad:
+            _fail(name, "{} names {}, which are not among variants {}".format(feature, bad, variants))
     if type(shard_count) == "dict":
         bad = _unknown(shard_count.keys(), variants)
         if bad:
@@ -98,9 +86,9 @@ def _check(name, variants, nccl, shard_count, lists = {}, env = {}):
     # A second torch_test of the same name, even with other variants: its targets would
     # declare a different variant set for the same source (TORCH_TEST_DECLARED_VARIANTS).
     for spec in VARIANTS.values():
-        earlier = native.existing_rule(name + spec.suffix)
+        earlier = native.existing_rule(name + spec["suffix"])
         if earlier and earlier.get("generator_function") == "torch_test" and earlier.get("generator_name") == name:
-            _fail(name, "declared twice: target {} already exists in this package".format(name + spec.suffix))
+            _fail(name, "declared twice: target {} already exists in this package".format(name + spec["suffix"]))
 
 def _shards(shard_count, variant):
     if type(shard_count) == "dict":
@@ -112,6 +100,7 @@ def torch_test(
         src = None,
         variants = ["cpu"],
         nccl = [],
+        triton = [],
         shard_count = None,
         size = "medium",
         timeout = None,
@@ -124,13 +113,14 @@ def torch_test(
     """One py_test per variant of `src`; see the module docstring.
 
     Args:
-      name: the cpu target's name; other variants append `_gpu` / `_multi_gpu`.
+      name: the cpu target's name; other variants append their suffix (`_gpu`, ...).
       src: the test source (default `name + ".py"`).
-      variants: any of "cpu", "gpu", "multi_gpu".
-      nccl: the variants that use the NCCL backend (never "cpu").
+      variants: any of the table's variants (variants.bzl): "cpu", "gpu", "multi_gpu", ...
+      nccl: the variants whose tests are marked @requires_nccl (never "cpu").
+      triton: the variants whose tests are marked @requires_triton (never "cpu").
       shard_count: an int for every variant, or a dict from variant to int.
       size: Bazel test size of every variant.
-      timeout: Bazel timeout; GPU variants default to "long" (they may wait for the lease).
+      timeout: Bazel timeout; default: the variant's (GPU variants may wait for the lease).
       deps: what the source imports (e.g. "//test_utils:dynamo", "@pypi//:torch"); the runner
         (with //test_utils:hardware and pytest) is implicit.
       data: runfiles of every variant.
@@ -139,27 +129,35 @@ def torch_test(
       args: extra pytest arguments.
       **kwargs: passed to every py_test (e.g. flaky).
     """
+    features = {"nccl": nccl, "triton": triton}
     _check(
         name,
         variants,
-        nccl,
+        features,
         shard_count,
-        lists = {"args": args, "data": data, "deps": deps, "nccl": nccl, "tags": tags, "variants": variants},
+        lists = {"args": args, "data": data, "deps": deps, "nccl": nccl, "tags": tags, "triton": triton, "variants": variants},
         env = env,
     )
     src = src or name + ".py"
+
+    # Every variant's features, for the pytest plugin's check against the markers: "gpu=nccl+triton,..."
+    declared_features = ",".join([
+        v + "=" + "+".join([f for f in FEATURES if v in features[f]])
+        for v in variants
+    ])
     for variant in variants:
         spec = VARIANTS[variant]
-        target = name + spec.suffix
+        target = name + spec["suffix"]
         if native.existing_rule(target):
             _fail(name, "target {} already exists in this package".format(target))
-        needs = spec.needs + (["has_nccl"] if variant in nccl else [])
+        used = [f for f in FEATURES if variant in features[f]]
+        needs = ([gpu_constraint(spec["gpus"])] if spec["gpus"] else []) + [FEATURES[f]["constraint"] for f in used]
         variant_env = dict(COMMON_ENV)
+        variant_env.update(spec["env"])
         variant_env["TORCH_TEST_VARIANT"] = variant
         variant_env["TORCH_TEST_DECLARED_VARIANTS"] = ",".join(variants)
-        if variant != "cpu":
-            variant_env.update(GPU_ENV)
-            variant_env["TORCH_TEST_GPU_HARDWARE"] = GPU_FINGERPRINT
+        variant_env["TORCH_TEST_DECLARED_FEATURES"] = declared_features
+        variant_env["TORCH_TEST_VARIANTS"] = _VARIANT_GPUS
         variant_env.update(recorded_env(target, variant, _shards(shard_count, variant)))
         variant_env.update(env)
         py_test(
@@ -174,15 +172,23 @@ def torch_test(
             python_version = "PY3",
             shard_count = _shards(shard_count, variant),
             size = size,
-            timeout = timeout or (_GPU_TIMEOUT if variant != "cpu" else None),
-            tags = spec.tags + (["nccl"] if variant in nccl else []) + tags,
+            timeout = timeout or spec["timeout"],
+            tags = spec["tags"] + [FEATURES[f]["tag"] for f in used] + tags,
             target_compatible_with = [_PLATFORMS + n for n in needs],
             **kwargs
         )
 
 # buildifier: disable=unnamed-macro
 def torch_test_suites():
-    """Per-hardware test_suites of this package: cpu_tests, gpu_tests, multi_gpu_tests."""
-    native.test_suite(name = "cpu_tests", tags = ["-gpu"])
-    native.test_suite(name = "gpu_tests", tags = ["gpu", "-multi_gpu"])
-    native.test_suite(name = "multi_gpu_tests", tags = ["multi_gpu"])
+    """One test_suite per variant in this package: cpu_tests, gpu_tests, multi_gpu_tests, ..."""
+    for variant in VARIANTS:
+        native.test_suite(name = variant + "_tests", tags = tag_filter(variant).split(","))
+
+# buildifier: disable=unnamed-macro
+def root_test_suites(packages):
+    """The per-variant suites of the root package, over each package's torch_test_suites()."""
+    for variant in VARIANTS:
+        native.test_suite(
+            name = variant + "_tests",
+            tests = [package + ":" + variant + "_tests" for package in packages],
+        )

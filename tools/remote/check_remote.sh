@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Integration check of remote execution and caching against the loopback rig (rig.sh), for CI:
-#   1. --config=remote: the cpu probes run on the cpu worker, the gpu and multi_gpu probes on the
-#      worker of the GPU pools (worker logs, and the probes' own working directories, say which);
-#      nothing is SKIPPED for lack of local GPUs.
+#   1. --config=remote: the cpu probes run on the cpu worker, every GPU variant's probe on the
+#      worker of the GPU pools, with its own pool (worker logs, and the probes' own working
+#      directories, say which); nothing is SKIPPED for lack of local GPUs.
 #   2. --config=remote_cpu_only: the GPU probes are SKIPPED again.
 #   3. A second clean clone (git clone + this checkout's uncommitted changes), own output base:
 #      every test is a remote cache hit; the workers run nothing new.
 #   4. Action keys: in that clone the gpu variant moves to another pool -> only its probe re-runs.
 #   5. --config=remote_cache: a CPU result executed remotely serves a local run; a result run
 #      here is not uploaded by default, and is with --config=ci.
-# Probes are //tools/remote:probe* (one per variant, no torch) and two //tools/selftest probes.
+# Probes are //tools/remote:probe* (a torch_test target per variant, no torch) and two
+# //tools/selftest probes. The rig's GPU-pool worker has no GPUs: the probes' runner is told the
+# host has 8 (--test_env=TORCH_TEST_HOST_GPUS, test_utils/hardware.py) so it leases simulated
+# ones; the probes never touch CUDA.
 # Runs Bazel with its own output bases and no convenience symlinks, so the workspace's server
 # and bazel-* links are left alone.
 #
@@ -24,7 +27,13 @@ readonly endpoint="grpc://127.0.0.1:${RIG_PORT}"
 readonly clone="${scratch}/clone"
 readonly logs="${RIG_DIR}/logs"
 targets=(//tools/remote:all //tools/selftest:probe_plain //tools/selftest:probe_tqdm)
-remote=(--config=remote "--remote_executor=${endpoint}")
+simulated=(--test_env=TORCH_TEST_HOST_GPUS=8)
+remote=(--config=remote "--remote_executor=${endpoint}" "${simulated[@]}")
+# "SUFFIX POOL" of every GPU variant (tools/build_defs/variants.bzl).
+gpu_variants="$(python3 -c "from test_utils.hardware_table import table
+for spec in table()['VARIANTS'].values():
+    if spec['gpus']: print(spec['suffix'], spec['pool'])")"
+gpu_probes=($(awk '{print "//tools/remote:probe" $1}' <<<"$gpu_variants"))
 
 # bazel_in DIR OUTPUT_BASE COMMAND ARGS...: Bazel in DIR with its own output base and no bazel-*
 # links; prints its output and never fails (the expectations judge the output). A command that
@@ -62,8 +71,7 @@ tools/remote/rig.sh up || { fail "rig did not come up"; finish; }
 
 say "1. --config=remote: GPU variants go to the GPU pool's worker"
 out="$(bazel_in "$workspace" "${scratch}/ob1" test "${remote[@]}" "${targets[@]}")"
-for t in //tools/remote:probe //tools/remote:probe_gpu //tools/remote:probe_multi_gpu \
-  //tools/selftest:probe_plain //tools/selftest:probe_tqdm; do
+for t in //tools/remote:probe "${gpu_probes[@]}" //tools/selftest:probe_plain //tools/selftest:probe_tqdm; do
   expect_line "$out" "$(fresh "$t")" "$t ran"
 done
 expect_no_line "$out" "SKIPPED" "no target SKIPPED"
@@ -71,12 +79,13 @@ cpu="$(executions cpu)" gpu="$(executions gpu)"
 echo "cpu worker ran:" && sed 's/^/  /' <<<"$cpu"
 echo "gpu worker ran:" && sed 's/^/  /' <<<"$gpu"
 expect_line "$cpu" "^//tools/remote:probe Pool=cpu test-setup.sh$" "cpu probe on the cpu worker"
-expect_line "$gpu" "^//tools/remote:probe_gpu Pool=gpu-1 test-setup.sh$" "gpu probe on the gpu worker, pool gpu-1"
-expect_line "$gpu" "^//tools/remote:probe_multi_gpu Pool=gpu-2 test-setup.sh$" \
-  "multi_gpu probe on the gpu worker, pool gpu-2"
+while read -r suffix pool; do
+  expect_line "$gpu" "^//tools/remote:probe${suffix} Pool=${pool} test-setup.sh$" \
+    "probe${suffix} on the gpu worker, pool ${pool}"
+done <<<"$gpu_variants"
 expect_line "$cpu" "^//tools/selftest:probe_tqdm " "selftest probe on the cpu worker"
-expect_no_line "$cpu" "probe_(multi_)?gpu" "no GPU probe on the cpu worker"
-expect_no_line "$(grep -Ev '^//tools/remote:probe_(multi_)?gpu ' <<<"$gpu")" . "nothing else on the gpu worker"
+expect_no_line "$cpu" "^//tools/remote:probe_" "no GPU probe on the cpu worker"
+expect_no_line "$(grep -Ev '^//tools/remote:probe_' <<<"$gpu")" . "nothing else on the gpu worker"
 testlogs="${scratch}/ob1/execroot/torch_tests/bazel-out/k8-fastbuild/testlogs"
 expect_line "$(cat "${testlogs}/tools/remote/probe_gpu/test.log")" "^cwd ${RIG_DIR}/worker-gpu/" \
   "probe_gpu's working directory is on the gpu worker"
@@ -84,9 +93,10 @@ executed_before=$(cat "${logs}"/worker-*.log | grep -c " executed {" || true)
 
 say "2. --config=remote_cpu_only: GPU variants SKIPPED"
 out="$(bazel_in "$workspace" "${scratch}/ob1" test --config=remote_cpu_only \
-  "--remote_executor=${endpoint}" //tools/remote:all)"
-expect_line "$out" "^//tools/remote:probe_gpu +SKIPPED" "probe_gpu SKIPPED"
-expect_line "$out" "^//tools/remote:probe_multi_gpu +SKIPPED" "probe_multi_gpu SKIPPED"
+  "--remote_executor=${endpoint}" "${simulated[@]}" //tools/remote:all)"
+for t in "${gpu_probes[@]}"; do
+  expect_line "$out" "^$t +SKIPPED" "$t SKIPPED"
+done
 expect_line "$out" "$(cached //tools/remote:probe)" "cpu probe still cached"
 
 say "3. a second clean clone gets every result from the remote cache"
@@ -96,8 +106,7 @@ git ls-files -z --modified --others --exclude-standard | while IFS= read -r -d '
   if [[ -e $f ]]; then mkdir -p "${clone}/$(dirname "$f")" && cp -p "$f" "${clone}/${f}"; else rm -f "${clone}/${f}"; fi
 done
 out="$(bazel_in "$clone" "${scratch}/ob2" test "${remote[@]}" "${targets[@]}")"
-for t in //tools/remote:probe //tools/remote:probe_gpu //tools/remote:probe_multi_gpu \
-  //tools/selftest:probe_plain //tools/selftest:probe_tqdm; do
+for t in //tools/remote:probe "${gpu_probes[@]}" //tools/selftest:probe_plain //tools/selftest:probe_tqdm; do
   expect_line "$out" "$(cached "$t")" "clone: $t from the remote cache"
 done
 executed_after=$(cat "${logs}"/worker-*.log | grep -c " executed {" || true)
@@ -106,15 +115,17 @@ if ((executed_after == executed_before)); then pass "clone: the workers ran noth
 fi
 
 say "4. the pool is part of the action key"
-sed -i 's/"gpu": "gpu-1"/"gpu": "gpu-2"/' "${clone}/tools/build_defs/pools.bzl"
+read -r _ gpu_pool <<<"$gpu_variants"
+other_pool="$(sed -n 2p <<<"$gpu_variants" | cut -d' ' -f2)"
+sed -i "s/\"pool\": \"${gpu_pool}\"/\"pool\": \"${other_pool}\"/" "${clone}/tools/build_defs/variants.bzl"
 out="$(bazel_in "$clone" "${scratch}/ob2" test "${remote[@]}" //tools/remote:all)"
 expect_line "$out" "$(fresh //tools/remote:probe_gpu)" "gpu variant on another pool: re-ran"
 expect_line "$out" "$(cached //tools/remote:probe)" "cpu variant: still cached"
-expect_line "$(executions gpu)" "^//tools/remote:probe_gpu Pool=gpu-2 test-setup.sh$" "re-ran on pool gpu-2"
-cp "${workspace}/tools/build_defs/pools.bzl" "${clone}/tools/build_defs/pools.bzl"
+expect_line "$(executions gpu)" "^//tools/remote:probe_gpu Pool=${other_pool} test-setup.sh$" "re-ran on pool ${other_pool}"
+cp "${workspace}/tools/build_defs/variants.bzl" "${clone}/tools/build_defs/variants.bzl"
 
 say "5. --config=remote_cache: shared CPU results, read-only unless --config=ci"
-cache=(--config=remote_cache "--remote_cache=${endpoint}")
+cache=(--config=remote_cache "--remote_cache=${endpoint}" "${simulated[@]}")
 nonce=(--test_env=REMOTE_CHECK_NONCE="$$-${RANDOM}") # a key no run has seen
 # run_local FLAGS...: the cpu probe from a clean output tree, so only the remote cache can hit.
 run_local() {

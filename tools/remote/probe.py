@@ -1,13 +1,33 @@
-"""Routing probe for the remote rig: says which variant it is and where it ran.
+"""Routing probe for the remote rig: one test per variant of the table, each saying where it ran.
 
-No torch (its ~21k-file runfiles tree would dominate the check); it needs no GPU either, so the
-rig's worker that claims the GPU pool can run the GPU variants. The working directory names the
-worker that ran it (tools/remote/rig.sh gives each worker its own directory).
+Its targets are ordinary torch_test targets (one per variant, see BUILD.bazel), so routing is
+proven on the macro itself. No torch (its ~21k-file runfiles tree would dominate the check) and
+no CUDA: the rig's GPU-pool worker has no GPUs and simulates them (check_remote.sh passes
+--test_env=TORCH_TEST_HOST_GPUS). The working directory names the worker that ran it
+(tools/remote/rig.sh gives each worker its own directory).
 """
 
 import os
 import socket
 
-print("variant", os.environ.get("TORCH_TEST_VARIANT", "?"))
-print("host", socket.gethostname())
-print("cwd", os.getcwd())
+from test_utils import hardware
+
+
+def _probe():
+    print("variant", hardware.current_variant())
+    print("gpus", os.environ.get("CUDA_VISIBLE_DEVICES", "-"))
+    print("host", socket.gethostname())
+    print("cwd", os.getcwd())
+
+
+def _probe_test(gpus: int):
+    @hardware.requires_gpus(gpus)
+    def test():
+        _probe()
+
+    return test
+
+
+# One test per variant, placed there by its GPU count: a new variant gets a probe by itself.
+for _name, _gpus in hardware.VARIANTS.items():
+    globals()[f"test_{_name}"] = _probe_test(_gpus)

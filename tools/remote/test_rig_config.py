@@ -1,9 +1,10 @@
-"""The rig's routing follows tools/build_defs/pools.bzl (pools.py, buildgrid_config.py)."""
+"""The rig's routing follows the variant table and pools.bzl (pools.py, buildgrid_config.py)."""
 
 import pathlib
 import re
 import unittest
 
+from test_utils import hardware_table
 from tools.remote import buildgrid_config, pools
 
 
@@ -22,7 +23,8 @@ class PoolsTest(unittest.TestCase):
     def test_reads_key_and_a_pool_per_variant(self):
         key, by_variant = pools.read_pools()
         self.assertTrue(key)
-        self.assertEqual(sorted(by_variant), ["cpu", "gpu", "multi_gpu"])
+        self.assertEqual(list(by_variant), list(hardware_table.table()["VARIANTS"]))
+        self.assertEqual(by_variant["multi_gpu"], "gpu-h200-x2")
 
     def test_missing_assignment_is_an_error(self):
         with self.assertRaises(SystemExit):

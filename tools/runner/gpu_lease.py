@@ -1,7 +1,8 @@
 """GPU lease: lets Bazel run tests in parallel without oversubscribing GPUs.
 
-Bazel 4.2.3 has no GPU resource accounting, so each gpu/multi_gpu test process leases GPUs
-itself before it starts: one lock file per GPU slot under a host-wide directory.
+Bazel 4.2.3 has no GPU resource accounting, so each GPU test process leases exactly its
+variant's GPUs (tools/build_defs/variants.bzl) itself before it starts: one lock file per GPU
+slot under a host-wide directory.
 
 * All-or-nothing: slots are taken while holding one allocator lock, and released at once if
   not all are free; nobody ever waits while holding a slot, so there is no deadlock.
@@ -17,7 +18,7 @@ Environment:
   TORCH_TEST_SLOTS_PER_GPU   tests that may share one GPU, where the caller does not say
                              (default 1: none share). The runner passes the decision of
                              tools/runner/gpu_share.py (slots per GPU, slots this test takes).
-  TORCH_TEST_LEASE_TIMEOUT   seconds to wait for free GPUs (default: until the test's deadline)
+The runner waits for free GPUs until the test's deadline (TORCH_TEST_DEADLINE).
 """
 
 import contextlib

@@ -24,6 +24,9 @@ check "unknown variant" \
 check "nccl on the cpu variant" \
   'torch_test(name = "t", variants = ["cpu", "gpu"], nccl = ["cpu"])' \
   'nccl lists the cpu variant'
+check "triton on the cpu variant" \
+  'torch_test(name = "t", variants = ["cpu", "gpu"], triton = ["cpu"])' \
+  'triton lists the cpu variant'
 check "nccl on an undeclared variant" \
   'torch_test(name = "t", variants = ["cpu"], nccl = ["multi_gpu"])' \
   'nccl names \["multi_gpu"\], which are not among variants'
@@ -54,13 +57,46 @@ check "variant listed twice" \
 
 rm -rf "$scratch"  # its broken BUILD file would fail the //... queries below
 
-say "tags select the hardware variants"
-multi="$("$BAZEL" query 'attr(tags, "\bmulti_gpu\b", tests(//...))' 2>/dev/null | sort)"
-suite="$("$BAZEL" query 'tests(//:multi_gpu_tests)' 2>/dev/null | sort)"
-expect_line "$multi" '_multi_gpu$' "some targets carry the multi_gpu tag"
-expect_no_line "$multi" '[^u]$' "every multi_gpu-tagged target is a _multi_gpu variant"
-if [[ $multi == "$suite" ]]; then pass "//:multi_gpu_tests == tag query"; else fail "//:multi_gpu_tests differs from the tag query"; fi
-gpu_only="$("$BAZEL" query 'tests(//:gpu_tests)' 2>/dev/null)"
-expect_no_line "$gpu_only" '_multi_gpu$' "//:gpu_tests holds no multi_gpu variant"
-expect_line "$gpu_only" '_gpu$' "//:gpu_tests holds the gpu variants"
+say "tags and suites select the hardware variants (tools/build_defs/variants.bzl)"
+# query_of FILTER: the tests --test_tag_filters=FILTER selects over //... (manual ones excluded).
+query_of() {
+  local q='tests(//...) except attr(tags, "\bmanual\b", tests(//...))' tag
+  IFS=, read -ra tags <<<"$1"
+  for tag in "${tags[@]}"; do
+    if [[ $tag == -* ]]; then
+      q="($q) except attr(tags, \"\\b${tag#-}\\b\", tests(//...))"
+    else
+      q="($q) intersect attr(tags, \"\\b${tag}\\b\", tests(//...))"
+    fi
+  done
+  "$BAZEL" query "$q" 2>/dev/null | sort
+}
+# table FIELD: "variant value" per variant, from the table (Python reads the same literals).
+table() {
+  python3 -c "from test_utils.hardware_table import table
+for name, spec in table()['VARIANTS'].items(): print(name, spec['$1'])"
+}
+# Each variant's --config (checked against the table by //test_utils/tests:test_hardware_table)
+# must select what its suite holds, and only targets with the variant's suffix.
+while read -r variant suffix; do
+  filter="$(grep -E "^test:${variant} --test_tag_filters=" .bazelrc | cut -d= -f2)"
+  selected="$(query_of "$filter")"
+  suite="$("$BAZEL" query "tests(//:${variant}_tests)" 2>/dev/null | sort)"
+  if [[ -n $filter && $selected == "$suite" ]]; then pass "//:${variant}_tests == --config=${variant} (${filter})"; else fail "//:${variant}_tests differs from --config=${variant} ('${filter}')"; fi
+  if [[ -n $suffix ]]; then
+    expect_line "$selected" "${suffix}\$" "${variant} selects some ${suffix} targets"
+    expect_no_line "$(grep -Ev -- "${suffix}\$" <<<"$selected")" . "${variant} selects only ${suffix} targets"
+  fi
+done < <(table suffix)
+
+multi="$(query_of multi_gpu)"
+wide="$(table gpus | awk '$2 >= 2 {print $1}')"
+wide_targets="$(for v in $wide; do query_of "$(grep -E "^test:${v} " .bazelrc | cut -d= -f2)"; done | sort)"
+if [[ $multi == "$wide_targets" ]]; then pass "the multi_gpu tag selects exactly the variants of 2+ GPUs ($(echo $wide))"; else fail "the multi_gpu tag differs from the variants of 2+ GPUs"; fi
+
+say "the host platform offers the variants of its GPU count or fewer"
+offered="$("$BAZEL" query --repo_env=TORCH_TEST_GPUS=4 @local_hardware//:host --output=build 2>/dev/null)"
+expect_line "$offered" 'has_gpus_1".*has_gpus_2".*has_gpus_4"' "4 GPUs (forced): 1-, 2- and 4-GPU variants"
+expect_no_line "$offered" 'has_gpus_8' "4 GPUs (forced): no 8-GPU variant"
+"$BAZEL" query @local_hardware//:host >/dev/null 2>&1  # back to the detected hardware
 finish

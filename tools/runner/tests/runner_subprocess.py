@@ -16,7 +16,13 @@ RUNNER = pathlib.Path(__file__).resolve().parents[1] / "pytest_runner.py"
 # Set by Bazel, torch_test and the runner for the test we run in; the runner under test gets
 # its own.
 _OUR_PROTOCOL = ("TEST_", "TESTBRIDGE_", "XML_")
-_OUR_VARIANT = ("TORCH_TEST_VARIANT", "TORCH_TEST_DECLARED_VARIANTS", "TORCH_TEST_DEADLINE")
+_OUR_VARIANT = (
+    "TORCH_TEST_VARIANT",
+    "TORCH_TEST_DECLARED_VARIANTS",
+    "TORCH_TEST_DECLARED_FEATURES",
+    "TORCH_TEST_DEADLINE",
+    "TORCH_TEST_HOST_GPUS",
+)
 
 
 def write_tests(tmp_path, body: str, name: str = "test_fixture.py") -> pathlib.Path:
