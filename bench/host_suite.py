@@ -36,6 +36,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from test_utils.hardware_table import table  # noqa: E402
 from tools import update_test_times  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
 
@@ -44,7 +45,13 @@ BAZEL = str(ROOT / "tools" / "bazel")
 KERNEL_CACHE = pathlib.Path(f"/tmp/torch_tests_kernel_cache_{os.getuid()}")
 TARGETS = os.environ.get("HOST_SUITE_TARGETS", "//dynamo_tests/... //distributed_tests/...").split()
 STARTUP = os.environ.get("BAZEL_STARTUP", "").split()
-SUFFIXES = {"_multi_gpu": "multi_gpu", "_gpu": "gpu"}
+# Target suffix -> variant, from the variant table; longest first ("_multi_gpu" before "_gpu").
+SUFFIXES = dict(
+    sorted(
+        ((spec["suffix"], name) for name, spec in table()["VARIANTS"].items() if spec["suffix"]),
+        key=lambda pair: -len(pair[0]),
+    )
+)
 
 
 def log(message: str) -> None:
