@@ -10,6 +10,7 @@ import re
 import unittest
 from unittest import mock
 
+import pytest
 import torch
 import torch._dynamo
 import torch._dynamo.testing
@@ -24,6 +25,7 @@ from torch.fx.passes.split_module import split_module
 from torch.profiler import ProfilerActivity, profile
 
 from test_utils.dynamo import DynamoTestCase, GuardFailures, compile_counter
+from test_utils.versions import by_torch_version
 
 # --------------------------------------------------------------------------------------------
 # Local helpers
@@ -140,6 +142,18 @@ def run_dupe_op_scenario():
     return graphs_compiled, dupe_out, distinct_out
 
 
+# Measured on torch 2.11 (GPU image, 2026-11-23): the compiled LSTM (allow_rnn) returns h_n with
+# shape [4, 1, 4, 64] where eager returns [4, 4, 64]; 2.13 and 2.14 match eager. A strict xfail
+# there, so a 2.11 build that fixes it XPASSes.
+LSTM_ALLOW_RNN_KNOWN_FAILURE = by_torch_version(
+    {
+        "2.11": "torch 2.11: compiled LSTM (allow_rnn) returns h_n of shape [4, 1, 4, 64], "
+        "eager [4, 4, 64] (measured on the H100 image)",
+        "2.13": None,
+    }
+)
+
+
 class L1ConvNet(torch.nn.Module):
     """Conv -> batch norm -> relu -> residual add -> linear -> L1 loss, used for seq_nr tests."""
 
@@ -189,6 +203,12 @@ class AotAutogradFallbackTests(DynamoTestCase):
         # covers the traced path.)
         self.assertEqual(counter.frame_count, 0)
 
+    @pytest.mark.xfail(
+        LSTM_ALLOW_RNN_KNOWN_FAILURE is not None,
+        reason=str(LSTM_ALLOW_RNN_KNOWN_FAILURE),
+        raises=AssertionError,
+        strict=True,
+    )
     def test_LSTM_allow_rnn(self):
         # The seed's scenario with the LSTM traced (config.allow_rnn), which is what the seed
         # exercised before dynamo stopped tracing RNNs by default: one frame through aot_eager,
