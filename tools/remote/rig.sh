@@ -8,6 +8,7 @@
 #   tools/remote/rig.sh up       start it all (installs BuildGrid into a venv on first use)
 #   tools/remote/rig.sh down     stop everything `up` started and delete its state
 #   tools/remote/rig.sh status   what runs, where the logs are
+#   tools/remote/rig.sh restart buildgrid   stop and start the server alone (state kept)
 #
 # Environment:
 #   RIG_DIR      state, logs and pid files (default /tmp/torch_tests_rig); must be traversable
@@ -178,8 +179,17 @@ status() {
   echo "endpoint grpc://127.0.0.1:${port} instance ${instance}; logs: ${logs}"
 }
 
+restart() {
+  [[ ${1:-} == buildgrid ]] || rig_die "usage: rig.sh restart buildgrid"
+  [[ -d ${RIG_DIR}/run ]] || rig_die "no rig runs in ${RIG_DIR}"
+  stop_daemon buildgrid
+  start_server
+  echo "rig: buildgrid restarted"
+}
+
 case "${1:-}" in
   up) up ;;
+  restart) restart "${2:-}" ;;
   down) down ;;
   status) status ;;
   *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
