@@ -1,4 +1,4 @@
-"""Tries to rewrite victim.py in its runfiles (the file the worker staged for it); passes either way.
+"""Tries to rewrite victim.py in its runfiles (staged there by the worker); passes either way.
 
 On a worker that shares staged files between actions, a successful write would change what the
 next action that stages the same content (//rigtest:victim) runs.

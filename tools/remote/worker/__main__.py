@@ -9,12 +9,10 @@ import argparse
 import logging
 import pathlib
 
-import grpc
+from buildgrid.server.client.channel import setup_channel
 
 from tools.remote.worker.bots import Bot
-
-# Responses carry batches of blobs; BuildGrid keeps them under 4 MiB, leave headroom.
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+from tools.remote.worker.sandbox import enter_private_mount_namespace
 
 
 def _property(text: str) -> tuple[str, str]:
@@ -26,7 +24,8 @@ def _property(text: str) -> tuple[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--server", default="127.0.0.1:8980", help="BuildGrid host:port")
+    parser.add_argument("--server", default="http://127.0.0.1:8980", help="BuildGrid URL")
+    parser.add_argument("--token-file", help="JWT sent as 'authorization: Bearer' (re-read hourly)")
     parser.add_argument("--instance", default="main")
     parser.add_argument("--name", required=True, help="bot id, shown in the logs")
     parser.add_argument(
@@ -35,17 +34,17 @@ def main() -> None:
     parser.add_argument("--capacity", type=int, default=1, help="actions run at once")
     parser.add_argument("--work-dir", type=pathlib.Path, required=True)
     args = parser.parse_args()
+    enter_private_mount_namespace()  # before any thread starts
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s[" + args.name + "] %(message)s"
     )
-    options = [
-        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ]
-    with grpc.insecure_channel(args.server, options=options) as channel:
-        bot = Bot(channel, args.instance, args.name, args.property, args.capacity, args.work_dir)
-        bot.serve_forever()
+    channel, _ = setup_channel(
+        args.server, auth_token=args.token_file, auth_token_refresh_seconds=3600
+    )
+    Bot(
+        channel, args.instance, args.name, args.property, args.capacity, args.work_dir
+    ).serve_forever()
 
 
 if __name__ == "__main__":
