@@ -24,6 +24,7 @@
 # Environment: RIG_PORT (default 8981, so a rig on 8980 is left alone), BAZEL (default
 # tools/bazel), CHECK_KEEP=1 keeps the scratch directory (logs, clone) for inspection.
 source "$(dirname "$0")/../selftest/lib.sh"
+source tools/remote/rig_lib.sh
 readonly workspace="$PWD"
 scratch="$(mktemp -d /tmp/torch_tests_remote_check.XXXXXX)"
 chmod 755 "$scratch" # PostgreSQL runs as its own user under it
@@ -33,7 +34,7 @@ readonly clone="${scratch}/clone"
 readonly logs="${RIG_DIR}/logs"
 targets=(//tools/remote:all //tools/selftest:probe_plain //tools/selftest:probe_tqdm)
 remote=(--config=remote "--remote_executor=${endpoint}")
-readonly PG_RESTART_BOUND_S="${PG_RESTART_BOUND_S:-60}"
+readonly PG_RESTART_BOUND_S="${PG_RESTART_BOUND_S:-120}"
 
 # bazel_in DIR OUTPUT_BASE COMMAND ARGS...: Bazel in DIR with its own output base and no bazel-*
 # links; prints its output and never fails (the expectations judge the output). A command that
@@ -154,7 +155,12 @@ sed -e "s/@POOL_KEY@/${pool_key}/" -e "s/@GPU_POOL@/${gpu_pool}/" tools/remote/r
 in_clone() { bazel_in "$clone" "${scratch}/ob2" test "${remote[@]}" --nocache_test_results "$@"; }
 # in_clone_bg ARGS...: in_clone in the background, in its own session; stop_bg interrupts it.
 in_clone_bg() { setsid bash -c "$(declare -f bazel_in in_clone); $(declare -p remote scratch clone workspace BAZEL); in_clone \"\$@\"" _ "$@" >>"${scratch}/background.log" & bg_pid=$!; }
-stop_bg() { kill -TERM -- "-${bg_pid}" 2>/dev/null || true; wait "$bg_pid" 2>/dev/null || true; }
+# The interrupted command would keep the clone's Bazel server busy: end that server too.
+stop_bg() {
+  kill -TERM -- "-${bg_pid}" 2>/dev/null || true
+  wait "$bg_pid" 2>/dev/null || true
+  kill -KILL "$(cat "${scratch}/ob2/server/server.pid.txt" 2>/dev/null)" 2>/dev/null || true
+}
 # action_processes NONCE: pids of processes whose environment carries NONCE (any pid namespace).
 action_processes() {
   grep -lsa -- "RIG_CHECK_NONCE=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\n' ' ' || true
@@ -176,7 +182,7 @@ expect_no_line "$out" "^//rigtest:victim .*PASSED" "victim not PASSED"
 say "7. only CI's credential writes the action cache"
 # update_result TOKEN_NAME: UpdateActionResult of a made-up action; prints accepted / refused CODE.
 update_result() {
-  "${RIG_VENV:-$HOME/.cache/torch_tests/buildgrid}/bin/python" - "127.0.0.1:${RIG_PORT}" "$(token "$1")" <<'PY'
+  "$(rig_venv)/bin/python" - "127.0.0.1:${RIG_PORT}" "$(token "$1")" <<'PY'
 import hashlib, os, sys
 import grpc
 from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2 as re_pb2

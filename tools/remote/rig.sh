@@ -20,7 +20,8 @@
 #                Redis listens on RIG_PORT + 100
 #   RIG_INSTANCE REAPI instance name (default main, as in .bazelrc)
 #   RIG_PYTHON   Python >= 3.13 for BuildGrid (default: python3.13 on PATH or pyenv's newest)
-#   RIG_VENV     BuildGrid's virtualenv, kept between runs (default ~/.cache/torch_tests/buildgrid)
+#   RIG_VENV     BuildGrid's virtualenv, kept between runs (default
+#                ~/.cache/torch_tests/buildgrid-<hash of requirements.lock>)
 #   RIG_THREADS  BuildGrid's gRPC threads = concurrent RPCs (default 200, see buildgrid_config.py)
 #   RIG_CPU_CAPACITY  actions the cpu worker runs at once (default 2)
 #   RIG_GRPC_SERVER_OPTIONS  extra gRPC core args for BuildGrid, e.g. "grpc.max_concurrent_streams=32"
@@ -34,7 +35,7 @@ source "${root}/tools/remote/rig_lib.sh"
 export RIG_DIR="${RIG_DIR:-/tmp/torch_tests_rig}"
 readonly port="${RIG_PORT:-8980}"
 readonly instance="${RIG_INSTANCE:-main}"
-readonly venv="${RIG_VENV:-$HOME/.cache/torch_tests/buildgrid}"
+readonly venv="$(rig_venv)"
 readonly lock="${root}/tools/remote/requirements.lock"
 readonly logs="${RIG_DIR}/logs"
 readonly pg="${RIG_DIR}/pg"
