@@ -8,8 +8,11 @@ execution service's own executors, never this.
 import argparse
 import logging
 import pathlib
+import urllib.parse
 
-from buildgrid.server.client.channel import setup_channel
+import grpc
+from buildgrid.server.client.auth_token_loader import AuthTokenLoader
+from buildgrid.server.client.channel import _create_sync_interceptors
 
 from tools.remote.worker.bots import Bot
 from tools.remote.worker.sandbox import enter_private_mount_namespace
@@ -20,6 +23,26 @@ def _property(text: str) -> tuple[str, str]:
     if not sep or not key or not value:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return key, value
+
+
+# BuildGrid's Downloader fills batches up to the server's 4 MiB; the response's framing then
+# exceeds gRPC's default 4 MiB receive limit ("Received message larger than max").
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+def _channel(url: str, token_file: str | None) -> grpc.Channel:
+    """BuildGrid's setup_channel (auth and request-metadata interceptors), with larger messages:
+    setup_channel takes no channel options in 0.9.1."""
+    address = urllib.parse.urlparse(url).netloc
+    options = [
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ]
+    channel = grpc.insecure_channel(address, options=options)
+    loader = AuthTokenLoader(token_file, 3600) if token_file else None
+    for interceptor in _create_sync_interceptors(auth_token_loader=loader):
+        channel = grpc.intercept_channel(channel, interceptor)
+    return channel
 
 
 def main() -> None:
@@ -39,9 +62,7 @@ def main() -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s[" + args.name + "] %(message)s"
     )
-    channel, _ = setup_channel(
-        args.server, auth_token=args.token_file, auth_token_refresh_seconds=3600
-    )
+    channel = _channel(args.server, args.token_file)
     Bot(
         channel, args.instance, args.name, args.property, args.capacity, args.work_dir
     ).serve_forever()
