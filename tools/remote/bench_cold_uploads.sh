@@ -39,7 +39,9 @@ for i in $(seq "$runs"); do
   log="${dir}/logs/${mode}-${i}.log"
   start=$SECONDS
   rc=0
-  bazel_ test "${flags[@]}" "${targets[@]}" >"$log" 2>&1 || rc=$?
+  # Each rig has its own credentials (rig.sh up writes them).
+  bazel_ test "${flags[@]}" "--remote_header=authorization=Bearer $(<"${RIG_DIR}/auth/dev.token")" \
+    "${targets[@]}" >"$log" 2>&1 || rc=$?
   if grep -q "errors during bulk transfer" "$log"; then
     verdict="upload-failure ($(grep -o '[0-9]* errors during bulk transfer' "$log" | head -1))"
     upload_failures=$((upload_failures + 1))

@@ -1,9 +1,12 @@
 """Writes the BuildGrid server configuration of the loopback rig (tools/remote/rig.sh).
 
 One instance with Execution + Bots, CAS, ByteStream and ActionCache; the scheduler state lives
-in PostgreSQL. Pools come from tools/build_defs/pools.bzl: a static property set has one label
-per pool and makes the pool key exclusive, so a GPU-pool worker never takes CPU work. Actions
-without a pool property fall into the first label (the cpu pool).
+in PostgreSQL, the action cache in Redis (append-only file: results outlive a server restart).
+Every call carries a JWT signed with the rig's secret (rig_auth.py writes secret, tokens and
+the ACL): only the `ci` token may UpdateActionResult; `dev` (developers, pool clients) reads and
+executes; `worker` runs the bots. Pools come from tools/build_defs/pools.bzl: a static
+property set has one label per pool and makes the pool key exclusive, so a GPU-pool worker never
+takes CPU work. Actions without a pool property fall into the first label (the cpu pool).
 
 Settings that matter on a small (2-core) host, found the hard way (README.md, "Cold uploads"):
   * thread-pool-size = maximum-concurrent-rpcs: every running remote action holds one Execute
@@ -18,6 +21,11 @@ Settings that matter on a small (2-core) host, found the hard way (README.md, "C
     queue that holds Bazel's whole burst lets the calls wait instead.
   * grpc.server_max_unrequested_time_in_server: how long a call may wait in that queue (default
     30 s) before it is cancelled; a slow 2-core host drains a burst of 10,000 slower than that.
+  * operation-stream-keepalive-timeout: how long an Execute stream waits for a change before it
+    re-reads the job. Changes arrive through PostgreSQL notifications; the ones lost while the
+    database restarts were otherwise noticed only after the default 600 s.
+  * queue-timeout-job-max-age: an action no bot of its pool takes within QUEUE_TIMEOUT_MIN (the
+    pool's workers are dead or missing) fails with that reason instead of waiting forever.
 
 Usage: python3 -m tools.remote.buildgrid_config --port 8980 --state /tmp/rig --pg-socket /tmp/rig/pg
 """
@@ -34,6 +42,13 @@ DEFAULT_THREADS = 200
 
 # gRPC core server args (see the module docstring): hold Bazel's largest burst, 100 connections
 # x 100 calls, for as long as Bazel's --remote_timeout.
+# Seconds an Execute stream waits for a job change before it looks again (see the docstring).
+STREAM_KEEPALIVE_S = 5
+# Minutes an action may wait for a bot of its pool.
+QUEUE_TIMEOUT_MIN = 30
+# Redis listens here, relative to BuildGrid's port.
+REDIS_PORT_OFFSET = 100
+
 QUEUE_OPTIONS = {
     "grpc.server.max_pending_requests": 20000,
     "grpc.server.max_pending_requests_hard_limit": 20000,
@@ -50,7 +65,11 @@ def render(
     threads: int,
     grpc_options: dict[str, str] | None = None,
     queue_options: bool = True,
+    auth_dir: pathlib.Path | None = None,
+    redis_port: int | None = None,
 ) -> str:
+    auth_dir = auth_dir or cas_dir.parent / "auth"
+    redis_port = redis_port or port + REDIS_PORT_OFFSET
     key, pools = read_pools()
     q = json.dumps  # YAML accepts JSON strings; quoting keeps paths and names literal
     labels = "\n".join(
@@ -67,7 +86,10 @@ server:
     insecure-mode: true
 
 authorization:
-  method: none
+  method: jwt
+  secret: {q(str(auth_dir / "secret"))}
+  algorithm: hs256
+  acl-config: {q(str(auth_dir / "acl.yml"))}
 
 monitoring:
   enabled: false
@@ -83,15 +105,19 @@ connections:
     connection-string: {q(f"postgresql+psycopg://bgd@/bgd?host={pg_socket_dir}")}
     pool-size: 10
     max-overflow: 20
+  - !redis-connection &redis
+    host: 127.0.0.1
+    port: {redis_port}
+    password: !read-file {q(str(auth_dir / "redis"))}
 
 storages:
   - !disk-storage &cas
     path: {q(str(cas_dir))}
 
 caches:
-  - !lru-action-cache &action-cache
+  - !redis-action-cache &action-cache
     storage: *cas
-    max-cached-refs: 100000
+    redis: *redis
     allow-updates: true
     cache-failed-actions: false
 
@@ -102,6 +128,8 @@ schedulers:
     action-cache: *action-cache
     bot-session-keepalive-timeout: 60
     max-execution-timeout: 7200
+    queue-timeout-job-max-age: {{minutes: {QUEUE_TIMEOUT_MIN}}}
+    queue-timeout-period: {{minutes: 1}}
     assigners:
       - !priority-age-assigner
         count: 1
@@ -119,6 +147,7 @@ instances:
         cache: *action-cache
       - !execution
         scheduler: *scheduler
+        operation-stream-keepalive-timeout: {STREAM_KEEPALIVE_S}
       - !cas
         storage: *cas
       - !bytestream

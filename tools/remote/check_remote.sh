@@ -8,7 +8,15 @@
 #      every test is a remote cache hit; the workers run nothing new.
 #   4. Action keys: in that clone the gpu variant moves to another pool -> only its probe re-runs.
 #   5. --config=remote_cache: a CPU result executed remotely serves a local run; a result run
-#      here is not uploaded by default, and is with --config=ci.
+#      here is not uploaded by default, and is with --config=ci (CI's credential).
+# Faults a pool operator meets (issue 19), with the //rigtest targets (rigtest/, copied into the
+# clone):
+#   6. a test that rewrites its runfiles cannot change what a later action runs (victim FAILS);
+#   7. the action cache refuses UpdateActionResult without CI's credential;
+#   8. a timeout sends SIGTERM first (the test's stack dump reaches test.log);
+#   9. a PostgreSQL restart mid-run costs seconds (bound: PG_RESTART_BOUND_S);
+#  10. the action cache survives a BuildGrid restart;
+#  11. no test process outlives a killed worker, or `rig.sh down`.
 # Probes are //tools/remote:probe* (a torch_test target per variant, no torch) and two
 # //tools/selftest probes. The rig's GPU-pool worker has no GPUs: the probes' runner is told the
 # host has 8 (--test_env=TORCH_TEST_HOST_GPUS, test_utils/hardware.py) so it leases simulated
@@ -19,6 +27,7 @@
 # Environment: RIG_PORT (default 8981, so a rig on 8980 is left alone), BAZEL (default
 # tools/bazel), CHECK_KEEP=1 keeps the scratch directory (logs, clone) for inspection.
 source "$(dirname "$0")/../selftest/lib.sh"
+source tools/remote/rig_lib.sh
 readonly workspace="$PWD"
 scratch="$(mktemp -d /tmp/torch_tests_remote_check.XXXXXX)"
 chmod 755 "$scratch" # PostgreSQL runs as its own user under it
@@ -34,6 +43,7 @@ gpu_variants="$(python3 -c "from test_utils.hardware_table import table
 for spec in table()['VARIANTS'].values():
     if spec['gpus']: print(spec['suffix'], spec['pool'])")"
 gpu_probes=($(awk '{print "//tools/remote:probe" $1}' <<<"$gpu_variants"))
+readonly PG_RESTART_BOUND_S="${PG_RESTART_BOUND_S:-120}"
 
 # bazel_in DIR OUTPUT_BASE COMMAND ARGS...: Bazel in DIR with its own output base and no bazel-*
 # links; prints its output and never fails (the expectations judge the output). A command that
@@ -41,8 +51,8 @@ gpu_probes=($(awk '{print "//tools/remote:probe" $1}' <<<"$gpu_variants"))
 bazel_in() {
   local dir="$1" base="$2" command="$3"
   shift 3
-  (cd "$dir" && timeout 600 "${workspace}/${BAZEL}" --output_base="$base" "$command" \
-    --symlink_prefix=/ "$@" 2>&1) || true
+  (cd "$dir" && timeout "${BAZEL_TIMEOUT_S:-600}" "${workspace}/${BAZEL}" --output_base="$base" \
+    "$command" --symlink_prefix=/ "$@" 2>&1) || true
 }
 cleanup() {
   local base
@@ -69,6 +79,11 @@ PY
 say "rig up on 127.0.0.1:${RIG_PORT}"
 tools/remote/rig.sh up || { fail "rig did not come up"; finish; }
 
+# Credentials the rig generated (rig.sh up): developers read, CI writes the action cache.
+token() { cat "${RIG_DIR}/auth/$1.token" 2>/dev/null || true; }
+header() { [[ -n $(token "$1") ]] && echo "--remote_header=authorization=Bearer $(token "$1")" || echo "--remote_header=x-rig-auth=none"; }
+remote+=("$(header dev)")
+
 say "1. --config=remote: GPU variants go to the GPU pool's worker"
 out="$(bazel_in "$workspace" "${scratch}/ob1" test "${remote[@]}" "${targets[@]}")"
 for t in //tools/remote:probe "${gpu_probes[@]}" //tools/selftest:probe_plain //tools/selftest:probe_tqdm; do
@@ -92,7 +107,7 @@ expect_line "$(cat "${testlogs}/tools/remote/probe_gpu/test.log")" "^cwd ${RIG_D
 executed_before=$(cat "${logs}"/worker-*.log | grep -c " executed {" || true)
 
 say "2. --config=remote_cpu_only: GPU variants SKIPPED"
-out="$(bazel_in "$workspace" "${scratch}/ob1" test --config=remote_cpu_only \
+out="$(bazel_in "$workspace" "${scratch}/ob1" test --config=remote_cpu_only "$(header dev)" \
   "--remote_executor=${endpoint}" "${simulated[@]}" //tools/remote:all)"
 for t in "${gpu_probes[@]}"; do
   expect_line "$out" "^$t +SKIPPED" "$t SKIPPED"
@@ -125,7 +140,7 @@ expect_line "$(executions gpu)" "^//tools/remote:probe_gpu Pool=${other_pool} te
 cp "${workspace}/tools/build_defs/variants.bzl" "${clone}/tools/build_defs/variants.bzl"
 
 say "5. --config=remote_cache: shared CPU results, read-only unless --config=ci"
-cache=(--config=remote_cache "--remote_cache=${endpoint}" "${simulated[@]}")
+cache=(--config=remote_cache "--remote_cache=${endpoint}" "${simulated[@]}" "$(header dev)")
 nonce=(--test_env=REMOTE_CHECK_NONCE="$$-${RANDOM}") # a key no run has seen
 # run_local FLAGS...: the cpu probe from a clean output tree, so only the remote cache can hit.
 run_local() {
@@ -137,7 +152,130 @@ expect_line "$out" "$(cached //tools/remote:probe)" "local run served by the rem
 run_local "${cache[@]}" "${nonce[@]}" >/dev/null
 out="$(run_local "${cache[@]}" "${nonce[@]}")"
 expect_line "$out" "$(fresh //tools/remote:probe)" "developer run: result was not uploaded"
-run_local "${cache[@]}" --config=ci "${nonce[@]}" >/dev/null
+run_local "${cache[@]}" --config=ci "$(header ci)" "${nonce[@]}" >/dev/null
 out="$(run_local "${cache[@]}" "${nonce[@]}")"
 expect_line "$out" "$(cached //tools/remote:probe)" "after a --config=ci run: served from the cache"
+
+# The fault targets, as package //rigtest of the clone; the sleeper_gpu goes to the first GPU pool.
+mkdir -p "${clone}/rigtest"
+cp tools/remote/rigtest/*.py "${clone}/rigtest/"
+read -r pool_key gpu_pool < <(python3 -m tools.remote.pools | awk '$1 != "cpu" {sub("=", " ", $2); print $2; exit}')
+sed -e "s/@POOL_KEY@/${pool_key}/" -e "s/@GPU_POOL@/${gpu_pool}/" tools/remote/rigtest/BUILD.rigtest \
+  >"${clone}/rigtest/BUILD.bazel"
+# in_clone ARGS...: bazel test in the clone against the rig, results never taken from the cache.
+in_clone() { bazel_in "$clone" "${scratch}/ob2" test "${remote[@]}" --nocache_test_results "$@"; }
+# in_clone_bg ARGS...: in_clone in the background, in its own session; stop_bg interrupts it.
+in_clone_bg() { setsid bash -c "$(declare -f bazel_in in_clone); $(declare -p remote scratch clone workspace BAZEL); in_clone \"\$@\"" _ "$@" >>"${scratch}/background.log" & bg_pid=$!; }
+# The interrupted command would keep the clone's Bazel server busy: end that server too.
+stop_bg() {
+  kill -TERM -- "-${bg_pid}" 2>/dev/null || true
+  wait "$bg_pid" 2>/dev/null || true
+  kill -KILL "$(cat "${scratch}/ob2/server/server.pid.txt" 2>/dev/null)" 2>/dev/null || true
+}
+# action_processes NONCE: pids of processes whose environment carries NONCE (any pid namespace).
+action_processes() {
+  grep -lsa -- "RIG_CHECK_NONCE=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\n' ' ' || true
+}
+# wait_for_action NONCE: until a process of that action runs (60 s at most).
+wait_for_action() {
+  local i
+  for i in $(seq 300); do [[ -n $(action_processes "$1") ]] && return 0; sleep 0.2; done
+  return 1
+}
+
+say "6. a test cannot change the inputs of later actions"
+out="$(in_clone //rigtest:tamper)"
+echo "$out" | grep -E '^//rigtest' || true
+out="$(in_clone //rigtest:victim)"
+expect_line "$out" "^//rigtest:victim +FAILED" "victim (exits 1) FAILED after tamper ran"
+expect_no_line "$out" "^//rigtest:victim .*PASSED" "victim not PASSED"
+
+say "7. only CI's credential writes the action cache"
+# update_result TOKEN_NAME: UpdateActionResult of a made-up action; prints accepted / refused CODE.
+update_result() {
+  "$(rig_venv)/bin/python" - "127.0.0.1:${RIG_PORT}" "$(token "$1")" <<'PY'
+import hashlib, os, sys
+import grpc
+from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2 as re_pb2
+from buildgrid._protos.build.bazel.remote.execution.v2.remote_execution_pb2_grpc import ActionCacheStub
+blob = os.urandom(16)
+request = re_pb2.UpdateActionResultRequest(
+    instance_name="main",
+    action_digest=re_pb2.Digest(hash=hashlib.sha256(blob).hexdigest(), size_bytes=len(blob)),
+    action_result=re_pb2.ActionResult(exit_code=0),
+)
+metadata = [("authorization", f"Bearer {sys.argv[2]}")] if sys.argv[2] else []
+try:
+    ActionCacheStub(grpc.insecure_channel(sys.argv[1])).UpdateActionResult(request, metadata=metadata, timeout=30)
+    print("accepted")
+except grpc.RpcError as error:
+    print("refused", error.code().name)
+PY
+}
+expect_line "$(update_result none)" "^refused (UNAUTHENTICATED|PERMISSION_DENIED)$" "no credential: UpdateActionResult refused"
+expect_line "$(update_result dev)" "^refused (UNAUTHENTICATED|PERMISSION_DENIED)$" "developer credential: UpdateActionResult refused"
+expect_line "$(update_result ci)" "^accepted$" "CI credential: UpdateActionResult accepted"
+
+say "8. a timeout terminates the test before killing it"
+out="$(in_clone --test_env=SLEEP_S=120 --test_timeout=5 //rigtest:sleeper)"
+expect_line "$out" "^//rigtest:sleeper +TIMEOUT" "sleeper TIMEOUT"
+expect_line "$(cat "${scratch}/ob2/execroot/torch_tests/bazel-out/k8-fastbuild/testlogs/rigtest/sleeper/test.log" 2>/dev/null)" \
+  "^sleeper: got SIGTERM" "SIGTERM reached the test (its handler's line is in test.log)"
+
+say "9. a PostgreSQL restart mid-run costs seconds"
+# PostgreSQL is down when the test ends: the worker's report and BuildGrid's notification of it
+# come after the restart.
+nonce="pg-$$-${RANDOM}"
+start=$SECONDS
+BAZEL_TIMEOUT_S=$((PG_RESTART_BOUND_S * 3)) in_clone --test_env=SLEEP_S=5 \
+  "--test_env=RIG_CHECK_NONCE=${nonce}" //rigtest:sleeper >"${scratch}/pg_run.log" &
+bazel_pid=$!
+if wait_for_action "$nonce"; then
+  RIG_PG_DOWN_S=10 tools/remote/rig.sh restart postgres >/dev/null || fail "PostgreSQL did not restart"
+else
+  fail "sleeper never started"
+fi
+wait "$bazel_pid"
+elapsed=$((SECONDS - start))
+echo "sleeper (5 s) with PostgreSQL down for 10 s: ${elapsed} s"
+expect_line "$(cat "${scratch}/pg_run.log")" "$(fresh //rigtest:sleeper)" "sleeper PASSED across the restart"
+if ((elapsed <= PG_RESTART_BOUND_S)); then pass "within ${PG_RESTART_BOUND_S} s"; else
+  fail "took ${elapsed} s (bound ${PG_RESTART_BOUND_S} s)"
+fi
+
+say "10. the action cache survives a BuildGrid restart"
+tools/remote/rig.sh restart buildgrid >/dev/null || fail "BuildGrid did not restart"
+out="$(run_local "${cache[@]}")"
+expect_line "$out" "$(cached //tools/remote:probe)" "after the restart: served from the cache"
+
+say "11. no test process outlives its worker"
+nonce="kill-$$-${RANDOM}"
+BAZEL_TIMEOUT_S=120 in_clone_bg --test_env=SLEEP_S=300 "--test_env=RIG_CHECK_NONCE=${nonce}" \
+  //rigtest:sleeper_gpu
+if wait_for_action "$nonce"; then
+  kill -KILL "$(<"${RIG_DIR}/run/worker-gpu.pid")"
+  sleep 3
+  left="$(action_processes "$nonce")"
+  if [[ -z $left ]]; then pass "killed worker: its test died with it"; else
+    fail "killed worker: test processes ${left}survive"
+    kill -KILL $left 2>/dev/null || true
+  fi
+else
+  fail "sleeper_gpu never started"
+fi
+stop_bg
+nonce="down-$$-${RANDOM}"
+BAZEL_TIMEOUT_S=120 in_clone_bg --test_env=SLEEP_S=300 "--test_env=RIG_CHECK_NONCE=${nonce}" \
+  //rigtest:sleeper
+if wait_for_action "$nonce"; then
+  tools/remote/rig.sh down >/dev/null
+  left="$(action_processes "$nonce")"
+  if [[ -z $left ]]; then pass "rig.sh down: no test process left"; else
+    fail "rig.sh down: test processes ${left}survive"
+    kill -KILL $left 2>/dev/null || true
+  fi
+else
+  fail "sleeper never started"
+fi
+stop_bg
 finish

@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
 # A real remote-execution service on loopback, for trying and testing --config=remote:
 # BuildGrid 0.9.1 (REAPI: Execution, CAS, ByteStream, ActionCache) with a private PostgreSQL
-# cluster as its scheduler store, and one worker per kind of pool from
-# tools/build_defs/pools.bzl: `cpu` (the cpu variant's pool) and `gpu` (every other pool; it has
-# no GPU, it only proves routing). Everything listens on 127.0.0.1 or a unix socket.
+# cluster as its scheduler store, a private Redis as its action cache (survives a server
+# restart), and one worker per kind of pool from tools/build_defs/pools.bzl: `cpu` (the cpu
+# variant's pool) and `gpu` (every other pool; it has no GPU, it only proves routing). Every
+# call needs a JWT: `up` generates the secret and tokens in $RIG_DIR/auth (rig_auth.py) and
+# writes $RIG_DIR/auth.bazelrc (the developer token). Workers run as root, each action in a
+# bubblewrap sandbox (worker/sandbox.py). Everything listens on 127.0.0.1 or a unix socket.
 #
 #   tools/remote/rig.sh up       start it all (installs BuildGrid into a venv on first use)
 #   tools/remote/rig.sh down     stop everything `up` started and delete its state
 #   tools/remote/rig.sh status   what runs, where the logs are
+#   tools/remote/rig.sh restart buildgrid|postgres   stop and start one of them (state kept)
 #
 # Environment:
 #   RIG_DIR      state, logs and pid files (default /tmp/torch_tests_rig); must be traversable
 #                by the `postgres` user when run as root
-#   RIG_PORT     BuildGrid's port on 127.0.0.1 (default 8980, the one .bazelrc's configs name)
+#   RIG_PORT     BuildGrid's port on 127.0.0.1 (default 8980, the one .bazelrc's configs name);
+#                Redis listens on RIG_PORT + 100
 #   RIG_INSTANCE REAPI instance name (default main, as in .bazelrc)
 #   RIG_PYTHON   Python >= 3.13 for BuildGrid (default: python3.13 on PATH or pyenv's newest)
-#   RIG_VENV     BuildGrid's virtualenv, kept between runs (default ~/.cache/torch_tests/buildgrid)
+#   RIG_VENV     BuildGrid's virtualenv, kept between runs (default
+#                ~/.cache/torch_tests/buildgrid-<hash of requirements.lock>)
 #   RIG_THREADS  BuildGrid's gRPC threads = concurrent RPCs (default 200, see buildgrid_config.py)
 #   RIG_CPU_CAPACITY  actions the cpu worker runs at once (default 2)
 #   RIG_GRPC_SERVER_OPTIONS  extra gRPC core args for BuildGrid, e.g. "grpc.max_concurrent_streams=32"
+#   RIG_PG_DOWN_S  seconds `restart postgres` keeps PostgreSQL down (default 0)
 #   RIG_GRPC_DEFAULT_QUEUE=1  keep gRPC's default pending-call queue, which cancels the calls of a
 #                cold upload (for tools/remote/bench_cold_uploads.sh "before")
 set -euo pipefail
@@ -28,7 +35,7 @@ source "${root}/tools/remote/rig_lib.sh"
 export RIG_DIR="${RIG_DIR:-/tmp/torch_tests_rig}"
 readonly port="${RIG_PORT:-8980}"
 readonly instance="${RIG_INSTANCE:-main}"
-readonly venv="${RIG_VENV:-$HOME/.cache/torch_tests/buildgrid}"
+readonly venv="$(rig_venv)"
 readonly lock="${root}/tools/remote/requirements.lock"
 readonly logs="${RIG_DIR}/logs"
 readonly pg="${RIG_DIR}/pg"
@@ -40,17 +47,18 @@ as_postgres() {
   if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# ensure_debian PACKAGE PATH: installs Debian's PACKAGE unless PATH (a glob) exists.
+ensure_debian() {
+  compgen -G "$2" >/dev/null && return
+  [[ $(id -u) == 0 ]] || rig_die "$1 is missing; run: sudo apt-get install $1"
+  echo "rig: installing Debian's $1" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >&2
+}
+
 pg_bin() {
-  local dir
-  dir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
-  if [[ -z $dir ]]; then
-    [[ $(id -u) == 0 ]] || rig_die "PostgreSQL is missing; run: sudo apt-get install postgresql"
-    echo "rig: installing Debian's postgresql" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
-    dir="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
-  fi
-  echo "$dir"
+  ensure_debian postgresql '/usr/lib/postgresql/*/bin'
+  ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1
 }
 
 ensure_venv() {
@@ -67,6 +75,14 @@ ensure_venv() {
   echo "$want" >"$stamp"
 }
 
+pg_start() {
+  # Unix socket only (no TCP at all); durability is irrelevant for a throw-away rig.
+  local settings="-c listen_addresses='' -c unix_socket_directories=${pg} -c max_connections=200"
+  settings+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  as_postgres "${1}/pg_ctl" -D "${pg}/data" -l "${pg}/postgres.log" -w -s start -o "$settings" ||
+    rig_die "PostgreSQL did not start; see ${pg}/postgres.log"
+}
+
 start_postgres() {
   local bin="$1"
   mkdir -p "$pg"
@@ -74,14 +90,44 @@ start_postgres() {
   chmod 700 "$pg"
   as_postgres "${bin}/initdb" -D "${pg}/data" -U bgd --auth=trust -E UTF8 --no-instructions \
     >"${logs}/initdb.log" 2>&1 || rig_die "initdb failed; see ${logs}/initdb.log"
-  # Unix socket only (no TCP at all); durability is irrelevant for a throw-away rig.
-  local settings="-c listen_addresses='' -c unix_socket_directories=${pg} -c max_connections=200"
-  settings+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-  as_postgres "${bin}/pg_ctl" -D "${pg}/data" -l "${pg}/postgres.log" -w -s start -o "$settings" ||
-    rig_die "PostgreSQL did not start; see ${logs}/postgres.log"
+  pg_start "$bin"
   as_postgres "${bin}/createdb" -h "$pg" -U bgd bgd
   "${venv}/bin/bgd" migrate apply "postgresql+psycopg://bgd@/bgd?host=${pg}" >"${logs}/migrate.log" 2>&1 ||
     rig_die "BuildGrid's database migration failed; see ${logs}/migrate.log"
+}
+
+make_credentials() {
+  (cd "$root" && "${venv}/bin/python" -m tools.remote.rig_auth "${RIG_DIR}/auth" "$instance")
+  local token
+  token="$(<"${RIG_DIR}/auth/dev.token")"
+  cat >"${RIG_DIR}/auth.bazelrc" <<EOF
+# Written by tools/remote/rig.sh up: the developer credential of the rig on port ${port}.
+build:remote --remote_header=authorization=Bearer ${token}
+build:remote_cache --remote_header=authorization=Bearer ${token}
+EOF
+}
+
+start_redis() {
+  ensure_debian redis-server /usr/bin/redis-server
+  local dir="${RIG_DIR}/redis"
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  # Append-only file, fsync'd every second: the action cache outlives BuildGrid and Redis restarts.
+  cat >"${dir}/redis.conf" <<EOF
+bind 127.0.0.1
+port $((port + 100))
+dir ${dir}
+appendonly yes
+appendfsync everysec
+save ""
+daemonize no
+requirepass $(<"${RIG_DIR}/auth/redis")
+EOF
+  chmod 600 "${dir}/redis.conf"
+  start_daemon redis "${logs}/redis.log" redis-server "${dir}/redis.conf"
+  local i
+  for i in $(seq 100); do port_open $((port + 100)) && return; sleep 0.1; done
+  rig_die "Redis is not listening on 127.0.0.1:$((port + 100)); see ${logs}/redis.log"
 }
 
 start_server() {
@@ -128,25 +174,31 @@ worker() {
   mkdir -p "${RIG_DIR}/worker-${name}"
   start_daemon "worker-${name}" "${logs}/worker-${name}.log" \
     env PYTHONPATH="$root" PYTHONUNBUFFERED=1 "${venv}/bin/python" -m tools.remote.worker \
-    --server "127.0.0.1:${port}" --instance "$instance" --name "$name" --capacity "$capacity" \
+    --server "http://127.0.0.1:${port}" --token-file "${RIG_DIR}/auth/worker.token" \
+    --instance "$instance" --name "$name" --capacity "$capacity" \
     --work-dir "${RIG_DIR}/worker-${name}" "$@"
 }
 
 up() {
   [[ -e ${RIG_DIR}/run ]] && rig_die "a rig already runs in ${RIG_DIR} (tools/remote/rig.sh down first)"
   port_open "$port" && rig_die "127.0.0.1:${port} is in use; set RIG_PORT"
+  port_open $((port + 100)) && rig_die "127.0.0.1:$((port + 100)) (Redis) is in use; set RIG_PORT"
   local bin
   bin="$(pg_bin)"
+  ensure_debian bubblewrap /usr/bin/bwrap
   ensure_venv
   mkdir -p "${RIG_DIR}/run" "$logs"
   chmod 755 "$RIG_DIR"
   # From here on a failure leaves nothing running.
   trap 'echo "rig: up failed; stopping what started" >&2; down >/dev/null 2>&1' EXIT
+  make_credentials
   start_postgres "$bin"
+  start_redis
   start_server
   start_workers
   trap - EXIT
   echo "rig: up: grpc://127.0.0.1:${port} instance ${instance}; logs in ${logs}"
+  echo "rig: developer credential in ${RIG_DIR}/auth.bazelrc (.bazelrc imports the default rig's)"
 }
 
 down() {
@@ -154,13 +206,15 @@ down() {
     stop_daemon worker-cpu
     stop_daemon worker-gpu
     stop_daemon buildgrid
+    stop_daemon redis
   fi
   if [[ -f ${pg}/data/postmaster.pid ]]; then
     as_postgres "$(pg_bin)/pg_ctl" -D "${pg}/data" -m fast -w -s stop || true
   fi
   if [[ -f ${pg}/postgres.log ]]; then cp "${pg}/postgres.log" "${logs}/" 2>/dev/null || true; fi
   # Logs stay (the integration check reads them after `down`); the state goes.
-  rm -rf "${RIG_DIR}/run" "$pg" "${RIG_DIR}/cas" "${RIG_DIR}"/worker-* "${RIG_DIR}/buildgrid.yml"
+  rm -rf "${RIG_DIR}/run" "$pg" "${RIG_DIR}/cas" "${RIG_DIR}"/worker-* "${RIG_DIR}/buildgrid.yml" \
+    "${RIG_DIR}/redis" "${RIG_DIR}/auth" "${RIG_DIR}/auth.bazelrc"
   echo "rig: down"
 }
 
@@ -178,8 +232,23 @@ status() {
   echo "endpoint grpc://127.0.0.1:${port} instance ${instance}; logs: ${logs}"
 }
 
+restart() {
+  [[ -d ${RIG_DIR}/run ]] || rig_die "no rig runs in ${RIG_DIR}"
+  case "${1:-}" in
+    buildgrid) stop_daemon buildgrid && start_server ;;
+    postgres)
+      as_postgres "$(pg_bin)/pg_ctl" -D "${pg}/data" -m fast -w -s stop
+      sleep "${RIG_PG_DOWN_S:-0}"
+      pg_start "$(pg_bin)"
+      ;;
+    *) rig_die "usage: rig.sh restart buildgrid|postgres" ;;
+  esac
+  echo "rig: $1 restarted"
+}
+
 case "${1:-}" in
   up) up ;;
+  restart) restart "${2:-}" ;;
   down) down ;;
   status) status ;;
   *) echo "usage: $0 up|down|status" >&2; exit 2 ;;

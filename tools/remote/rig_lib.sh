@@ -33,7 +33,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 start_daemon() {
   local name="$1" log="$2"
   shift 2
-  setsid bash -c 'echo $$ >"$0"; exec "$@"' "${RIG_DIR}/run/${name}.pid" "$@" >"$log" 2>&1 </dev/null &
+  setsid bash -c 'echo $$ >"$0"; exec "$@"' "${RIG_DIR}/run/${name}.pid" "$@" >>"$log" 2>&1 </dev/null &
   local i
   for i in $(seq 50); do [[ -s ${RIG_DIR}/run/${name}.pid ]] && return; sleep 0.1; done
   rig_die "${name} did not start; see ${log}"
@@ -53,4 +53,12 @@ stop_daemon() {
     fi
   fi
   rm -f "$pidfile"
+}
+
+# rig_venv: BuildGrid's virtualenv: $RIG_VENV, else one per lock content under
+# ~/.cache/torch_tests (checkouts with different locks, e.g. two branches, never clobber each
+# other's running rig).
+rig_venv() {
+  local lock="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/requirements.lock"
+  echo "${RIG_VENV:-$HOME/.cache/torch_tests/buildgrid-$(sha256sum "$lock" | cut -c1-12)}"
 }

@@ -8,13 +8,14 @@ execution service's own executors, never this.
 import argparse
 import logging
 import pathlib
+import urllib.parse
 
 import grpc
+from buildgrid.server.client.auth_token_loader import AuthTokenLoader
+from buildgrid.server.client.channel import _create_sync_interceptors
 
 from tools.remote.worker.bots import Bot
-
-# Responses carry batches of blobs; BuildGrid keeps them under 4 MiB, leave headroom.
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+from tools.remote.worker.sandbox import enter_private_mount_namespace
 
 
 def _property(text: str) -> tuple[str, str]:
@@ -24,9 +25,30 @@ def _property(text: str) -> tuple[str, str]:
     return key, value
 
 
+# BuildGrid's Downloader fills batches up to the server's 4 MiB; the response's framing then
+# exceeds gRPC's default 4 MiB receive limit ("Received message larger than max").
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+def _channel(url: str, token_file: str | None) -> grpc.Channel:
+    """BuildGrid's setup_channel (auth and request-metadata interceptors), with larger messages:
+    setup_channel takes no channel options in 0.9.1."""
+    address = urllib.parse.urlparse(url).netloc
+    options = [
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ]
+    channel = grpc.insecure_channel(address, options=options)
+    loader = AuthTokenLoader(token_file, 3600) if token_file else None
+    for interceptor in _create_sync_interceptors(auth_token_loader=loader):
+        channel = grpc.intercept_channel(channel, interceptor)
+    return channel
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--server", default="127.0.0.1:8980", help="BuildGrid host:port")
+    parser.add_argument("--server", default="http://127.0.0.1:8980", help="BuildGrid URL")
+    parser.add_argument("--token-file", help="JWT sent as 'authorization: Bearer' (re-read hourly)")
     parser.add_argument("--instance", default="main")
     parser.add_argument("--name", required=True, help="bot id, shown in the logs")
     parser.add_argument(
@@ -35,17 +57,15 @@ def main() -> None:
     parser.add_argument("--capacity", type=int, default=1, help="actions run at once")
     parser.add_argument("--work-dir", type=pathlib.Path, required=True)
     args = parser.parse_args()
+    enter_private_mount_namespace()  # before any thread starts
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s[" + args.name + "] %(message)s"
     )
-    options = [
-        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ]
-    with grpc.insecure_channel(args.server, options=options) as channel:
-        bot = Bot(channel, args.instance, args.name, args.property, args.capacity, args.work_dir)
-        bot.serve_forever()
+    channel = _channel(args.server, args.token_file)
+    Bot(
+        channel, args.instance, args.name, args.property, args.capacity, args.work_dir
+    ).serve_forever()
 
 
 if __name__ == "__main__":

@@ -1,16 +1,15 @@
-"""Runs one REAPI Action on this machine: stage inputs, run the command, upload its outputs.
+"""Runs one REAPI Action on this machine: stage inputs, run the command isolated, upload outputs.
 
-Inputs are hard-linked from a worker-local content cache (read-only files keyed by digest and
-executable bit), so a second action with the same ~21k torch files stages them without
-fetching. No sandbox beyond a fresh directory per action: the rig proves routing and caching,
-production pools isolate actions with their service's own executor.
+CAS traffic goes through BuildGrid's client (buildgrid.server.client.cas: Downloader, Uploader;
+batch sizes from the server's capabilities). What it lacks is kept here: a worker-local file
+cache, because the ~21k torch files of every torch test are otherwise fetched again for each
+action (tools/remote/README.md, "The rig's worker", has the measurement). Inputs are hard links
+into that cache, which is safe only because sandbox.py never lets an action write them.
 """
 
 import os
 import pathlib
 import shutil
-import signal
-import subprocess
 import threading
 import time
 import uuid
@@ -18,9 +17,10 @@ from dataclasses import dataclass, field
 
 from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2 as re_pb2
 from buildgrid._protos.google.rpc import code_pb2, status_pb2
+from buildgrid.server.client.cas import Downloader, Uploader
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from tools.remote.worker.cas import Cas, batches, digest_of, file_digest
+from tools.remote.worker.sandbox import Sandbox
 
 
 def _now() -> Timestamp:
@@ -35,30 +35,24 @@ class FileCache:
     def __init__(self, root: pathlib.Path):
         self._root = root
         root.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
 
     def _path(self, digest: re_pb2.Digest, executable: bool) -> pathlib.Path:
         return self._root / f"{digest.hash}-{digest.size_bytes}{'-x' if executable else ''}"
 
-    def stage(self, cas: Cas, files: list[tuple[pathlib.Path, re_pb2.Digest, bool]]) -> int:
+    def stage(
+        self, downloader: Downloader, files: list[tuple[pathlib.Path, re_pb2.Digest, bool]]
+    ) -> int:
         """Places every (path, digest, executable); returns how many blobs were fetched."""
         needed = {}
         for _, digest, executable in files:
             path = self._path(digest, executable)
-            if not path.exists():
-                needed[path] = (digest, executable)
-        small = [(p, d, x) for p, (d, x) in needed.items() if d.size_bytes <= 512 * 1024]
-        by_hash: dict[str, list[tuple[pathlib.Path, bool]]] = {}
-        for path, digest, executable in small:
-            by_hash.setdefault(digest.hash, []).append((path, executable))
-        for batch in batches({d.hash: d for _, d, _ in small}.values()):
-            blobs = cas.read(batch)
-            for h, data in blobs.items():
-                for path, executable in by_hash[h]:
-                    self._store(path, executable, lambda tmp, data=data: tmp.write_bytes(data))
-        for path, (digest, executable) in needed.items():
-            if digest.size_bytes > 512 * 1024:
-                self._store(path, executable, lambda tmp, d=digest: cas.read_to_file(d, tmp))
+            if path not in needed and not path.exists():
+                needed[path] = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+                downloader.download_file(digest, str(needed[path]), is_executable=executable)
+        downloader.flush()
+        for path, tmp in needed.items():
+            tmp.chmod(0o555 if os.access(tmp, os.X_OK) else 0o444)
+            tmp.replace(path)  # atomic: a concurrent stage of the same blob is harmless
         for dest, digest, executable in files:
             source = self._path(digest, executable)
             try:
@@ -66,12 +60,6 @@ class FileCache:
             except OSError:  # too many links, or another file system
                 shutil.copy2(source, dest)
         return len(needed)
-
-    def _store(self, path: pathlib.Path, executable: bool, write) -> None:
-        tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
-        write(tmp)
-        tmp.chmod(0o555 if executable else 0o444)  # shared by hard links: never writable
-        tmp.replace(path)
 
 
 @dataclass
@@ -82,20 +70,23 @@ class Outcome:
 
 
 class Execution:
-    """One action in its own directory under `work_root`; cancel() kills its process group."""
+    """One action in its own directory under `work_root`; cancel() ends its processes."""
 
-    def __init__(self, cas: Cas, cache: FileCache, work_root: pathlib.Path, worker: str):
-        self._cas = cas
+    def __init__(
+        self, channel, instance: str, cache: FileCache, work_root: pathlib.Path, worker: str
+    ):
+        self._downloader = Downloader(channel, instance)
+        self._uploader = Uploader(channel, instance)
         self._cache = cache
         self._dir = work_root / uuid.uuid4().hex
         self._worker = worker
-        self._process: subprocess.Popen | None = None
+        self._sandbox: Sandbox | None = None
         self._cancelled = threading.Event()
 
     def cancel(self) -> None:
         self._cancelled.set()
-        if self._process and self._process.poll() is None:
-            os.killpg(self._process.pid, signal.SIGKILL)
+        if self._sandbox:
+            self._sandbox.cancel()
 
     def run(self, action: re_pb2.Action) -> Outcome:
         try:
@@ -106,111 +97,88 @@ class Execution:
     def _run(self, action: re_pb2.Action) -> Outcome:
         meta = re_pb2.ExecutedActionMetadata(worker=self._worker)
         meta.input_fetch_start_timestamp.CopyFrom(_now())
-        command = self._cas.read_message(action.command_digest, re_pb2.Command())
-        root = self._dir / "root"
-        inputs, fetched = self._stage(action.input_root_digest, root)
-        cwd = root / command.working_directory
-        outputs = list(command.output_paths) or [
-            *command.output_files,
-            *command.output_directories,
-        ]
+        staging = time.monotonic()
+        command = self._downloader.get_message(action.command_digest, re_pb2.Command())
+        inputs = self._dir / "inputs"
+        files, fetched = self._stage(action.input_root_digest, inputs)
+        outputs = list(command.output_paths) or [*command.output_files, *command.output_directories]
         for output in outputs:  # REAPI: the worker creates the outputs' parent directories
-            (cwd / output).parent.mkdir(parents=True, exist_ok=True)
+            (inputs / command.working_directory / output).parent.mkdir(parents=True, exist_ok=True)
+        stage_s = time.monotonic() - staging
         meta.input_fetch_completed_timestamp.CopyFrom(_now())
 
-        env = {v.name: v.value for v in command.environment_variables}
-        stdout, stderr = self._dir / "stdout", self._dir / "stderr"
         timeout = action.timeout.seconds + action.timeout.nanos / 1e9 or None
         status = status_pb2.Status(code=code_pb2.OK)
-        meta.execution_start_timestamp.CopyFrom(_now())
-        started = time.monotonic()
-        with stdout.open("wb") as out, stderr.open("wb") as err:
-            self._process = subprocess.Popen(
-                list(command.arguments),
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,  # one process group to kill on timeout or cancel
-            )
-            if self._cancelled.is_set():
-                self.cancel()
-            try:
-                exit_code = self._process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._process.pid, signal.SIGKILL)
-                exit_code = self._process.wait()
+        stdout, stderr = self._dir / "stdout", self._dir / "stderr"
+        with Sandbox(inputs, self._dir / "layer", self._dir / "root") as sandbox:
+            cwd = sandbox.root / command.working_directory
+            meta.execution_start_timestamp.CopyFrom(_now())
+            started = time.monotonic()
+            with stdout.open("wb") as out, stderr.open("wb") as err:
+                env = {v.name: v.value for v in command.environment_variables}
+                sandbox.start(list(command.arguments), cwd, env, out, err)
+                self._sandbox = sandbox
+                if self._cancelled.is_set():
+                    sandbox.cancel()
+                exit_code, timed_out = sandbox.wait(timeout)
+            run_s = time.monotonic() - started
+            if timed_out:
                 status = status_pb2.Status(
                     code=code_pb2.DEADLINE_EXCEEDED, message=f"action timed out after {timeout} s"
                 )
-        run_s = time.monotonic() - started
-        meta.execution_completed_timestamp.CopyFrom(_now())
+            meta.execution_completed_timestamp.CopyFrom(_now())
 
-        meta.output_upload_start_timestamp.CopyFrom(_now())
-        result = re_pb2.ActionResult(exit_code=exit_code)
-        blobs = self._collect(cwd, command, result)
-        for stream, field_name in ((stdout, "stdout_digest"), (stderr, "stderr_digest")):
-            digest = file_digest(stream)
-            getattr(result, field_name).CopyFrom(digest)
-            blobs[digest.hash] = (digest, stream)
-        self._cas.upload(blobs)
+            meta.output_upload_start_timestamp.CopyFrom(_now())
+            result = re_pb2.ActionResult(exit_code=exit_code)
+            self._upload_outputs(cwd, command, result)
+        result.stdout_digest.CopyFrom(self._uploader.upload_file(str(stdout)))
+        result.stderr_digest.CopyFrom(self._uploader.upload_file(str(stderr)))
+        self._uploader.flush()
         meta.output_upload_completed_timestamp.CopyFrom(_now())
         result.execution_metadata.CopyFrom(meta)
-        summary = {"inputs": inputs, "fetched": fetched, "exit": exit_code, "run_s": run_s}
+        summary = {
+            "input_root": f"{action.input_root_digest.hash}/{action.input_root_digest.size_bytes}",
+            "inputs": files,
+            "fetched": fetched,
+            "stage_s": stage_s,
+            "exit": exit_code,
+            "run_s": run_s,
+        }
         if status.code != code_pb2.OK:
             summary["status"] = status.message
         return Outcome(result=result, status=status, summary=summary)
 
     def _stage(self, root_digest: re_pb2.Digest, root: pathlib.Path) -> tuple[int, int]:
-        directories = self._cas.read_tree(root_digest)
+        """Lays out the input tree under `root`; returns (files, blobs fetched)."""
         files: list[tuple[pathlib.Path, re_pb2.Digest, bool]] = []
-        pending = [(root, root_digest.hash)]
-        while pending:
-            path, digest_hash = pending.pop()
-            path.mkdir(parents=True, exist_ok=True)
-            directory = directories[digest_hash]
-            files += [(path / f.name, f.digest, f.is_executable) for f in directory.files]
-            pending += [(path / d.name, d.digest.hash) for d in directory.directories]
-            for link in directory.symlinks:
-                os.symlink(link.target, path / link.name)
-        fetched = self._cache.stage(self._cas, files)
-        return len(files), fetched
+        level = [(root, root_digest)]
+        while level:  # one batch of Directory messages per tree level
+            unique = list({d.hash: d for _, d in level}.values())
+            directories = {d.hash: re_pb2.Directory() for d in unique}  # filled in place
+            self._downloader.get_messages(unique, [directories[d.hash] for d in unique])
+            following = []
+            for path, digest in level:
+                directory = directories[digest.hash]
+                path.mkdir(parents=True, exist_ok=True)
+                files += [(path / f.name, f.digest, f.is_executable) for f in directory.files]
+                following += [(path / d.name, d.digest) for d in directory.directories]
+                for link in directory.symlinks:
+                    os.symlink(link.target, path / link.name)
+            level = following
+        return len(files), self._cache.stage(self._downloader, files)
 
-    def _collect(self, cwd: pathlib.Path, command: re_pb2.Command, result: re_pb2.ActionResult):
-        """Fills the result's outputs; returns the blobs to upload by hash."""
-        blobs: dict[str, tuple[re_pb2.Digest, bytes | pathlib.Path]] = {}
+    def _upload_outputs(
+        self, cwd: pathlib.Path, command: re_pb2.Command, result: re_pb2.ActionResult
+    ):
         declared_dirs = set(command.output_directories)
         paths = list(command.output_paths) or [*command.output_files, *command.output_directories]
         for name in paths:
             path = cwd / name
             if path.is_dir() and (name in declared_dirs or command.output_paths):
-                tree = re_pb2.Tree(root=self._directory(path, blobs, children := []))
-                tree.children.extend(children)
-                data = tree.SerializeToString(deterministic=True)
-                digest = digest_of(data)
-                blobs[digest.hash] = (digest, data)
+                digest = self._uploader.upload_tree(str(path))
                 result.output_directories.add(path=name, tree_digest=digest)
             elif path.is_file():
-                digest = file_digest(path)
-                blobs[digest.hash] = (digest, path)
+                digest = self._uploader.upload_file(str(path))
                 result.output_files.add(
                     path=name, digest=digest, is_executable=os.access(path, os.X_OK)
                 )
-        return blobs
-
-    def _directory(self, path: pathlib.Path, blobs, children: list) -> re_pb2.Directory:
-        directory = re_pb2.Directory()
-        for entry in sorted(path.iterdir(), key=lambda p: p.name):
-            if entry.is_dir():
-                child = self._directory(entry, blobs, children)
-                children.append(child)
-                digest = digest_of(child.SerializeToString(deterministic=True))
-                directory.directories.add(name=entry.name, digest=digest)
-            elif entry.is_file():
-                digest = file_digest(entry)
-                blobs[digest.hash] = (digest, entry)
-                directory.files.add(
-                    name=entry.name, digest=digest, is_executable=os.access(entry, os.X_OK)
-                )
-        return directory

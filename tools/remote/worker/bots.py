@@ -17,9 +17,9 @@ from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_p
 from buildgrid._protos.google.devtools.remoteworkers.v1test2 import bots_pb2
 from buildgrid._protos.google.devtools.remoteworkers.v1test2.bots_pb2_grpc import BotsStub
 from buildgrid._protos.google.rpc import code_pb2, status_pb2
+from buildgrid.server.client.cas import Downloader
 
 from tools.remote.worker.action import Execution, FileCache, Outcome
-from tools.remote.worker.cas import Cas
 
 # The server holds an idle long poll for 80% of this, and expects to hear from a bot well within
 # its bot-session-keepalive-timeout (60 s in the rig's config).
@@ -45,8 +45,8 @@ class Bot:
         capacity: int,
         work_root: pathlib.Path,
     ):
+        self._channel = channel
         self._bots = BotsStub(channel)
-        self._cas = Cas(channel, instance)
         self._cache = FileCache(work_root / "cache")
         self._work_root = work_root / "actions"
         self._work_root.mkdir(parents=True, exist_ok=True)
@@ -120,7 +120,9 @@ class Bot:
         for lease in session.leases:
             if lease.state in (bots_pb2.PENDING, bots_pb2.ACTIVE) and lease.id not in self._running:
                 action = self._action_of(lease)
-                execution = Execution(self._cas, self._cache, self._work_root, self._name)
+                execution = Execution(
+                    self._channel, self._instance, self._cache, self._work_root, self._name
+                )
                 future = self._pool.submit(self._run, lease.id, execution, action)
                 self._running[lease.id] = (execution, future)
                 lease.state = bots_pb2.ACTIVE
@@ -131,7 +133,7 @@ class Bot:
             return action
         digest = re_pb2.Digest()
         lease.payload.Unpack(digest)
-        return self._cas.read_message(digest, action)
+        return Downloader(self._channel, self._instance).get_message(digest, action)
 
     def _run(self, lease_id: str, execution: Execution, action: re_pb2.Action) -> Outcome:
         started = time.monotonic()
@@ -161,7 +163,8 @@ class Bot:
 
     def _command(self, action: re_pb2.Action) -> re_pb2.Command:
         try:
-            return self._cas.read_message(action.command_digest, re_pb2.Command())
+            downloader = Downloader(self._channel, self._instance)
+            return downloader.get_message(action.command_digest, re_pb2.Command())
         except Exception:  # only for the log line; the run itself reported the failure
             return re_pb2.Command()
 
