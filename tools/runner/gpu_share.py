@@ -82,4 +82,5 @@ def report_peak(log=sys.stderr) -> None:
     if torch is None or not torch.cuda.is_initialized():
         return
     peak = max(torch.cuda.max_memory_reserved(d) for d in range(torch.cuda.device_count()))
-    print(f"{PEAK_LINE}{peak // 2**20}", file=log)
+    # On a line of its own: pytest leaves its progress line ("....  [100%]") unterminated.
+    print(f"\n{PEAK_LINE}{peak // 2**20}", file=log)
