@@ -46,6 +46,8 @@ EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_BAZEL = 1, 2, 3
 # Exit codes of `bazel test` that still leave complete results: ok, build failed (with
 # --keep_going), tests failed, no tests ran.
 RESULT_EXITS = (0, 1, 3, 4)
+# Seconds a side's own Bazel server stays up idle after the gate (re-gating within it is warm).
+SIDE_SERVER_IDLE_S = 900
 
 
 def say(message: str) -> None:
@@ -55,9 +57,10 @@ def say(message: str) -> None:
 class Gate:
     def __init__(self, args):
         self.args = args
-        self.out = pathlib.Path(args.out).resolve()
         workspace = hashlib.md5(str(ROOT).encode()).hexdigest()[:8]
         self.root = pathlib.Path(args.output_root or CACHE / "torch_tests" / "gate" / workspace)
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.out = pathlib.Path(args.out).resolve() if args.out else self.root / "reports" / stamp
 
     def output_base(self, side: sides.Side) -> pathlib.Path | None:
         """None: the workspace's own output base (pinned side, unless --output-root)."""
@@ -88,7 +91,9 @@ class Gate:
 
     def bazel(self, side, command: str, args: list, log_name: str) -> int:
         base = self.output_base(side)
-        startup = [f"--output_base={base}"] if base else []
+        # A side's own server is idle once the gate ends: keep it warm for a re-gate, then let
+        # it exit instead of holding its heap for Bazel's default 3 hours.
+        startup = [f"--output_base={base}", f"--max_idle_secs={SIDE_SERVER_IDLE_S}"] if base else []
         # Other output bases make no bazel-* links (the mirror stays free of them).
         links = ["--symlink_prefix=/"] if base and command == "test" else []
         workspace = self.workspace(side)
@@ -233,18 +238,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     gate_sides = [sides.parse("baseline", args.baseline), sides.parse("candidate", args.candidate)]
+    gate = Gate(args)
+    started = time.monotonic()
     try:
         for side in gate_sides:
             sides.check(side)
-    except sides.BadSide as error:
-        print(f"gate: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    gate = Gate(args)
-    if args.out is None:
-        gate.out = gate.root / "reports" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    gate.out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    try:
+        gate.out.mkdir(parents=True, exist_ok=True)
         for side in gate_sides:
             gate.prepare(side)
     except sides.BadSide as error:

@@ -3,6 +3,7 @@
 Standard library only, no torch and no Bazel: the comparison must hold whatever torch does.
 """
 
+import argparse
 import contextlib
 import io
 import json
@@ -304,6 +305,11 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(lock.env(env)["TORCH_TEST_LOCK"], str(self.tmp / "x.lock"))
         self.assertNotIn("TORCH_TEST_PYTHON", lock.env(env))
         self.assertNotEqual(lock.key, sides.parse("candidate", f"lock:{self.tmp}/y.lock").key)
+
+    def test_report_directory_defaults_under_the_gate_cache(self):
+        # The README's commands pass no --out; the report then goes under the gate's root.
+        args = argparse.Namespace(out=None, output_root=str(self.tmp))
+        self.assertEqual(gate.Gate(args).out.parent, self.tmp / "reports")
 
 
 if __name__ == "__main__":
