@@ -12,7 +12,10 @@ RESULTS_DIR/host_suite.md (default bench/results):
            default run below decides GPU sharing from measured peaks (tools/runner/gpu_share.py).
            The updated tools/test_times.bzl is copied to RESULTS_DIR: commit it.
   bazel    `tools/bazel test --nocache_test_results //dynamo_tests/... //distributed_tests/...`:
-           the defaults (thread budget, GPU sharing, shards), nothing else set
+           the defaults (thread budget, GPU sharing, shards), nothing else set. Its per-case
+           seconds and GPU peaks then go through tools/update_test_times.py, and the result is
+           copied to RESULTS_DIR/test_times.bzl: this host's record, to commit if it should
+           decide shard packing and GPU sharing from now on.
   pytest   the same targets' tests through plain pytest, one (file, variant) after another, in
            the same interpreter, only the targets Bazel ran (not those it SKIPPED)
   bound    max(longest test case + one interpreter start,
@@ -95,6 +98,18 @@ def gpu_targets() -> list[str]:
     return [line for line in proc.stdout.split() if line.startswith("//")]
 
 
+def record(events: pathlib.Path) -> str:
+    """tools/update_test_times.py on a run's build events; the result copied to RESULTS."""
+    update = subprocess.run(
+        [sys.executable, "tools/update_test_times.py", str(events)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    shutil.copy(update_test_times.TIMES, RESULTS / "test_times.bzl")
+    return update.stdout.strip() or update.stderr.strip()
+
+
 def record_peaks_if_missing() -> str:
     _, peaks = update_test_times.read()
     wanted = [t for t in gpu_targets() if variant_of(t)[1] == "gpu" or gpu_count() > 1]
@@ -111,16 +126,10 @@ def record_peaks_if_missing() -> str:
         f"--build_event_json_file={events}",
         *TARGETS,
     )
-    update = subprocess.run(
-        [sys.executable, "tools/update_test_times.py", str(events)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    shutil.copy(update_test_times.TIMES, RESULTS / "test_times.bzl")
+    updated = record(events)
     _, peaks = update_test_times.read()
     got = {t: peaks.get(t) for t in missing}
-    log(f"record: {wall:.0f} s, peaks {got}; {update.stdout.strip()}")
+    log(f"record: {wall:.0f} s, peaks {got}; {updated}")
     return f"recorded in {wall:.0f} s: {json.dumps(got)} (commit tools/test_times.bzl)"
 
 
@@ -208,6 +217,7 @@ def main() -> int:
     results = {label: target.status for label, target in targets.items()}
     ran = sorted(label for label, status in results.items() if status != bep.SKIPPED)
     log(f"bazel default: {bazel_wall:.1f} s, exit {run.returncode}: {results}")
+    log(f"this host's record: {record(events)}")
     threads = runner_lines(targets, "torch_test threads:")
     leases = runner_lines(targets, "torch_test lease:")
 

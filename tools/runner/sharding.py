@@ -2,8 +2,9 @@
 
 With recorded durations (TORCH_TEST_DURATIONS: this target's entry of tools/test_times.bzl, set
 by tools/build_defs/recorded.bzl) tests are packed greedily, longest first, onto the
-least-loaded shard; tests without a record are dealt round-robin after them. Ties break on
-node id, so a given file always yields the same split.
+least-loaded shard; tests without a record follow, each counted as UNKNOWN_DURATION, also onto
+the least-loaded shard (so a new test does not land beside the longest one; with no records at
+all this is round-robin). Ties break on node id, so a given file always yields the same split.
 """
 
 import heapq
@@ -24,13 +25,10 @@ def assign(node_ids: list[str], total_shards: int, durations: dict[str, float]) 
     unknown = sorted(n for n in node_ids if n not in durations)
     loads = [(0.0, index) for index in range(total_shards)]
     heapq.heapify(loads)
-    for node_id in known:
+    for node_id in known + unknown:
         load, index = heapq.heappop(loads)
         shards[index].append(node_id)
-        heapq.heappush(loads, (load + durations[node_id], index))
-    # Unknown tests: round-robin starting after the last shard, so they spread evenly.
-    for position, node_id in enumerate(unknown):
-        shards[position % total_shards].append(node_id)
+        heapq.heappush(loads, (load + durations.get(node_id, UNKNOWN_DURATION), index))
     return shards
 
 
