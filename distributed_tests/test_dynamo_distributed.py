@@ -933,11 +933,14 @@ _GUARDS_OUT = io.StringIO()
 # cpu: measured with this test's class on 2 gloo ranks with FSDP on the CPU (scratch run,
 #   torch 2.13 and 2.14): FSDP's lazy init calls torch.cpu.is_available(), a torch.* call
 #   returning a bool, which dynamo does not fold; `_is_root` is set after it, eagerly.
-# cuda: reasoned, first measured by the multi-GPU run: dynamo folds torch.cuda.is_available()
-#   and traces torch.cuda streams, so no graph break is expected.
+# cuda: measured on 2x H200, torch 2.11.0+cu130 (bench/gpu_suite.sh, 2026-11-23); the earlier
+#   expectation of no break at all was reasoned and failed there. FSDP's lazy init on CUDA sets
+#   `requires_grad` on a tensor, a setattr dynamo does not trace, so it breaks once there;
+#   `state` and `_is_root` still compile (frames and ops as on the CPU). Not yet measured on a
+#   later release with CUDA: a change there fails this test and shows in the upgrade gate.
 FSDP_SETATTR_EXPECTED = {
     "cpu": (1, 9, collections.Counter({"torch.* op returned non-Tensor": 1})),
-    "cuda": (1, 9, collections.Counter()),
+    "cuda": (1, 9, collections.Counter({"setattr() on Tensor.requires_grad": 1})),
 }
 
 
