@@ -24,6 +24,11 @@ Settings that matter on a small (2-core) host, found the hard way (README.md, "C
   * operation-stream-keepalive-timeout: how long an Execute stream waits for a change before it
     re-reads the job. Changes arrive through PostgreSQL notifications; the ones lost while the
     database restarts were otherwise noticed only after the default 600 s.
+  * long-poll-during-execution: false (the !bots service; 0.9.1's schema refuses the option
+    on !execution, whose docs name it): a bot that runs an action gets its
+    UpdateBotSession answered at once. With BuildGrid's default a bot with spare capacity is
+    held in a long poll (24 s here) and cannot report an action that finishes meanwhile: a 5 s
+    test took 29 s. The worker polls every few seconds while busy instead (worker/bots.py).
   * queue-timeout-job-max-age: an action no bot of its pool takes within QUEUE_TIMEOUT_MIN (the
     pool's workers are dead or missing) fails with that reason instead of waiting forever.
 
@@ -148,6 +153,10 @@ instances:
       - !execution
         scheduler: *scheduler
         operation-stream-keepalive-timeout: {STREAM_KEEPALIVE_S}
+        endpoints: [execution, operations]
+      - !bots
+        scheduler: *scheduler
+        long-poll-during-execution: false
       - !cas
         storage: *cas
       - !bytestream

@@ -14,9 +14,12 @@
 #   6. a test that rewrites its runfiles cannot change what a later action runs (victim FAILS);
 #   7. the action cache refuses UpdateActionResult without CI's credential;
 #   8. a timeout sends SIGTERM first (the test's stack dump reaches test.log);
-#   9. a PostgreSQL restart mid-run costs seconds (bound: PG_RESTART_BOUND_S);
+#   9. a PostgreSQL restart mid-run costs seconds (bound: PG_RESTART_BOUND_S), and the test runs once;
 #  10. the action cache survives a BuildGrid restart;
-#  11. no test process outlives a killed worker, or `rig.sh down`.
+#  11. no test process outlives a killed worker;
+#  12. a pool whose workers are dead is reported: its test fails with an error naming the pool
+#      (bound: POOL_DEAD_BOUND_S after the worker died), not a silent wait in the queue;
+#  13. no test process outlives `rig.sh down`.
 # Probes are //tools/remote:probe* (a torch_test target per variant, no torch) and two
 # //tools/selftest probes. The rig's GPU-pool worker has no GPUs: the probes' runner is told the
 # host has 8 (--test_env=TORCH_TEST_HOST_GPUS, test_utils/hardware.py) so it leases simulated
@@ -43,7 +46,16 @@ gpu_variants="$(python3 -c "from test_utils.hardware_table import table
 for spec in table()['VARIANTS'].values():
     if spec['gpus']: print(spec['suffix'], spec['pool'])")"
 gpu_probes=($(awk '{print "//tools/remote:probe" $1}' <<<"$gpu_variants"))
-readonly PG_RESTART_BOUND_S="${PG_RESTART_BOUND_S:-120}"
+# Check 9's bound. BuildGrid 0.9.1 refuses database work for 30 s after its first connection error
+# (COOLDOWN_TIME_AFTER_POOL_DISPOSE_SECONDS, not configurable), so the finished test is reported
+# ~30 s after PostgreSQL went down, whatever the outage; then up to 5 s until Bazel's next
+# WaitExecution, and ~2 s of test setup and test.xml. Measured on the 2-core VM: 32, 32, 34 s
+# (before the fix: 66-74 s, the test ran twice). 45 s = 30 + 5 + 10 for a loaded host.
+readonly PG_RESTART_BOUND_S="${PG_RESTART_BOUND_S:-45}"
+# Check 12's bound. The dead worker's bot session expires <= 60 s after its last call
+# (bot-session-keepalive-timeout, buildgrid_config.py), the watchdog waits RIG_POOL_DEAD_AFTER_S
+# (10) more and looks every 2 s; Bazel learns of it at once. Measured: MEASURED s.
+readonly POOL_DEAD_BOUND_S="${POOL_DEAD_BOUND_S:-90}"
 
 # bazel_in DIR OUTPUT_BASE COMMAND ARGS...: Bazel in DIR with its own output base and no bazel-*
 # links; prints its output and never fails (the expectations judge the output). A command that
@@ -222,10 +234,13 @@ expect_line "$out" "^//rigtest:sleeper +TIMEOUT" "sleeper TIMEOUT"
 expect_line "$(cat "${scratch}/ob2/execroot/torch_tests/bazel-out/k8-fastbuild/testlogs/rigtest/sleeper/test.log" 2>/dev/null)" \
   "^sleeper: got SIGTERM" "SIGTERM reached the test (its handler's line is in test.log)"
 
-say "9. a PostgreSQL restart mid-run costs seconds"
+say "9. a PostgreSQL restart mid-run costs seconds, and the test runs once"
 # PostgreSQL is down when the test ends: the worker's report and BuildGrid's notification of it
 # come after the restart.
 nonce="pg-$$-${RANDOM}"
+# runs_of TARGET: how many times the workers ran TARGET's test (not its test.xml action).
+runs_of() { cat "${logs}"/worker-*.log | grep " executed {" | grep -F "\"target\": \"$1\"" | grep -c '"program": "test-setup.sh"' || true; }
+runs_before=$(runs_of //rigtest:sleeper)
 start=$SECONDS
 BAZEL_TIMEOUT_S=$((PG_RESTART_BOUND_S * 3)) in_clone --test_env=SLEEP_S=5 \
   "--test_env=RIG_CHECK_NONCE=${nonce}" //rigtest:sleeper >"${scratch}/pg_run.log" &
@@ -242,18 +257,22 @@ expect_line "$(cat "${scratch}/pg_run.log")" "$(fresh //rigtest:sleeper)" "sleep
 if ((elapsed <= PG_RESTART_BOUND_S)); then pass "within ${PG_RESTART_BOUND_S} s"; else
   fail "took ${elapsed} s (bound ${PG_RESTART_BOUND_S} s)"
 fi
+runs=$(($(runs_of //rigtest:sleeper) - runs_before))
+if ((runs == 1)); then pass "the sleeper ran once"; else fail "the sleeper ran ${runs} times"; fi
 
 say "10. the action cache survives a BuildGrid restart"
 tools/remote/rig.sh restart buildgrid >/dev/null || fail "BuildGrid did not restart"
 out="$(run_local "${cache[@]}")"
 expect_line "$out" "$(cached //tools/remote:probe)" "after the restart: served from the cache"
 
-say "11. no test process outlives its worker"
+say "11. no test process outlives a killed worker"
 nonce="kill-$$-${RANDOM}"
 BAZEL_TIMEOUT_S=120 in_clone_bg --test_env=SLEEP_S=300 "--test_env=RIG_CHECK_NONCE=${nonce}" \
   //rigtest:sleeper_gpu
+killed_at=$SECONDS
 if wait_for_action "$nonce"; then
   kill -KILL "$(<"${RIG_DIR}/run/worker-gpu.pid")"
+  killed_at=$SECONDS
   sleep 3
   left="$(action_processes "$nonce")"
   if [[ -z $left ]]; then pass "killed worker: its test died with it"; else
@@ -264,6 +283,21 @@ else
   fail "sleeper_gpu never started"
 fi
 stop_bg
+
+say "12. a dead pool is reported, not waited on"
+# The GPU pools' only worker is dead since check 11: a test for them fails with an error naming
+# its pool (tools/remote/pool_watchdog.py) instead of waiting in the queue.
+kill -KILL "$(<"${RIG_DIR}/run/worker-gpu.pid")" 2>/dev/null || true
+out="$(BAZEL_TIMEOUT_S=$((POOL_DEAD_BOUND_S * 2)) in_clone --test_env=SLEEP_S=1 //rigtest:sleeper_gpu)"
+elapsed=$((SECONDS - killed_at))
+echo "sleeper_gpu on the dead pool: reported ${elapsed} s after the worker died"
+expect_line "$out" "no live worker in pool '${gpu_pool}'" "the error names the dead pool ${gpu_pool}"
+expect_no_line "$out" "^//rigtest:sleeper_gpu .*PASSED" "sleeper_gpu not PASSED"
+if ((elapsed <= POOL_DEAD_BOUND_S)); then pass "reported within ${POOL_DEAD_BOUND_S} s"; else
+  fail "took ${elapsed} s (bound ${POOL_DEAD_BOUND_S} s)"
+fi
+
+say "13. no test process outlives rig.sh down"
 nonce="down-$$-${RANDOM}"
 BAZEL_TIMEOUT_S=120 in_clone_bg --test_env=SLEEP_S=300 "--test_env=RIG_CHECK_NONCE=${nonce}" \
   //rigtest:sleeper

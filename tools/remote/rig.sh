@@ -6,7 +6,8 @@
 # variant's pool) and `gpu` (every other pool; it has no GPU, it only proves routing). Every
 # call needs a JWT: `up` generates the secret and tokens in $RIG_DIR/auth (rig_auth.py) and
 # writes $RIG_DIR/auth.bazelrc (the developer token). Workers run as root, each action in a
-# bubblewrap sandbox (worker/sandbox.py). Everything listens on 127.0.0.1 or a unix socket.
+# bubblewrap sandbox (worker/sandbox.py). A watchdog fails the queued actions of a pool with no
+# live worker (pool_watchdog.py). Everything listens on 127.0.0.1 or a unix socket.
 #
 #   tools/remote/rig.sh up       start it all (installs BuildGrid into a venv on first use)
 #   tools/remote/rig.sh down     stop everything `up` started and delete its state
@@ -26,6 +27,8 @@
 #   RIG_CPU_CAPACITY  actions the cpu worker runs at once (default 2)
 #   RIG_GRPC_SERVER_OPTIONS  extra gRPC core args for BuildGrid, e.g. "grpc.max_concurrent_streams=32"
 #   RIG_PG_DOWN_S  seconds `restart postgres` keeps PostgreSQL down (default 0)
+#   RIG_POOL_DEAD_AFTER_S  seconds a pool may have no live worker before its queued actions
+#                fail with an error naming it (default 10; pool_watchdog.py)
 #   RIG_GRPC_DEFAULT_QUEUE=1  keep gRPC's default pending-call queue, which cancels the calls of a
 #                cold upload (for tools/remote/bench_cold_uploads.sh "before")
 set -euo pipefail
@@ -167,6 +170,14 @@ start_workers() {
   done
 }
 
+# A pool with no live worker gets its queued actions failed with a message naming it, instead of
+# a silent wait (pool_watchdog.py; BuildGrid 0.9.1 has no such check).
+start_watchdog() {
+  start_daemon watchdog "${logs}/watchdog.log" env PYTHONPATH="$root" PYTHONUNBUFFERED=1 \
+    "${venv}/bin/python" -m tools.remote.pool_watchdog --pg-socket "$pg" --cas "${RIG_DIR}/cas" \
+    --dead-after "${RIG_POOL_DEAD_AFTER_S:-10}"
+}
+
 # worker NAME CAPACITY --property=KEY=VALUE...
 worker() {
   local name="$1" capacity="$2"
@@ -196,6 +207,7 @@ up() {
   start_redis
   start_server
   start_workers
+  start_watchdog
   trap - EXIT
   echo "rig: up: grpc://127.0.0.1:${port} instance ${instance}; logs in ${logs}"
   echo "rig: developer credential in ${RIG_DIR}/auth.bazelrc (.bazelrc imports the default rig's)"
@@ -203,6 +215,7 @@ up() {
 
 down() {
   if [[ -d ${RIG_DIR}/run ]]; then
+    stop_daemon watchdog
     stop_daemon worker-cpu
     stop_daemon worker-gpu
     stop_daemon buildgrid

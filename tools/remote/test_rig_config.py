@@ -47,6 +47,14 @@ class ConfigTest(unittest.TestCase):
         self.assertIn("grpc.server.max_pending_requests: 20000", _render())
         self.assertNotIn("max_pending_requests", _render(queue_options=False))
 
+    def test_busy_bots_are_answered_at_once(self):
+        # else a finished action waits for the bot's long poll to end (README, "Restarts")
+        config = _render()
+        self.assertRegex(
+            config, r"- !bots\n +scheduler: \*scheduler\n +long-poll-during-execution: false"
+        )
+        self.assertIn("endpoints: [execution, operations]", config)  # one Bots service
+
     def test_concurrent_rpcs_never_exceed_threads(self):
         config = _render(threads=123)
         self.assertIn("thread-pool-size: 123", config)

@@ -4,6 +4,13 @@ CreateBotSession announces the worker's platform properties (its pool); UpdateBo
 long-polls for leases while idle, and while actions run it acknowledges them, reports finished
 ones (lease COMPLETED with the ActionResult) and picks up new ones up to `capacity`. A lease
 the server drops (cancelled) is killed here.
+
+A finished lease stays in the session, COMPLETED, until an UpdateBotSession carrying it
+succeeds: while BuildGrid cannot reach its database (it answers UNAVAILABLE, for 30 s after a
+connection error in 0.9.1) the same session is sent again every second, so the result is
+reported once the database is back and the job is not run again. Only a session the server no
+longer knows is replaced; actions still running then are killed (their leases go back to the
+queue with the old session).
 """
 
 import concurrent.futures
@@ -24,15 +31,21 @@ from tools.remote.worker.action import Execution, FileCache, Outcome
 # The server holds an idle long poll for 80% of this, and expects to hear from a bot well within
 # its bot-session-keepalive-timeout (60 s in the rig's config).
 LONG_POLL_S = 30
-# While actions run: how often to report (finished actions are reported at once).
-BUSY_POLL_S = 5
+# While actions run: how often to poll (finished actions are reported at once). BuildGrid answers
+# a busy bot at once (long-poll-during-execution: false), so this also bounds how long a
+# free slot waits for work.
+BUSY_POLL_S = 2
 # Below BuildGrid's 3 s network allowance (x 0.8) CreateBotSession returns without waiting for
 # work, so the session is open (and logged) at once.
 CREATE_TIMEOUT_S = 3
 
 log = logging.getLogger("worker")
 
-_TRANSIENT = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+# The server no longer knows the session (BuildGrid: INVALID_ARGUMENT "Bot does not exist",
+# a session mismatch or a closed session). Any other error, e.g. UNAVAILABLE while the database
+# is down, INTERNAL from a failed query or DEADLINE_EXCEEDED, keeps the session and retries.
+_SESSION_GONE = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND)
+RETRY_S = 1
 
 
 class Bot:
@@ -84,15 +97,13 @@ class Bot:
         request = bots_pb2.CreateBotSessionRequest(
             parent=self._instance, bot_session=self._new_session()
         )
-        while True:
+        while True:  # never exit: a worker that gave up would leave its pool dead
             try:
                 session = self._bots.CreateBotSession(request, timeout=CREATE_TIMEOUT_S)
                 break
             except grpc.RpcError as error:
-                if error.code() not in _TRANSIENT:
-                    raise
-                log.info("server not ready (%s); retrying", error.code())
-                time.sleep(1)
+                log.info("server not ready (%s: %s); retrying", error.code(), error.details())
+                time.sleep(RETRY_S)
         log.info("session %s properties %s", session.name, self._properties)
         return session
 
@@ -108,9 +119,13 @@ class Bot:
         try:
             updated = self._bots.UpdateBotSession(request, timeout=LONG_POLL_S)
         except grpc.RpcError as error:
-            if error.code() not in _TRANSIENT:
+            if error.code() in _SESSION_GONE:
                 raise
-            time.sleep(1)
+            if any(lease.state == bots_pb2.COMPLETED for lease in session.leases):
+                log.info(
+                    "report not accepted (%s: %s); sending it again", error.code(), error.details()
+                )
+            time.sleep(RETRY_S)
             return session  # finished leases stay COMPLETED in `session` and are sent again
         self._forget_reported(session, updated)
         self._cancel_dropped(updated)
