@@ -290,7 +290,7 @@ say "12. a dead pool is reported, not waited on"
 kill -KILL "$(<"${RIG_DIR}/run/worker-gpu.pid")" 2>/dev/null || true
 out="$(BAZEL_TIMEOUT_S=$((POOL_DEAD_BOUND_S * 2)) in_clone --test_env=SLEEP_S=1 //rigtest:sleeper_gpu)"
 elapsed=$((SECONDS - killed_at))
-echo "sleeper_gpu on the dead pool: reported ${elapsed} s after the worker died"
+echo "sleeper_gpu on the dead pool: Bazel returned ${elapsed} s after the worker died"
 expect_line "$out" "no live worker in pool '${gpu_pool}'" "the error names the dead pool ${gpu_pool}"
 expect_no_line "$out" "^//rigtest:sleeper_gpu .*PASSED" "sleeper_gpu not PASSED"
 if ((elapsed <= POOL_DEAD_BOUND_S)); then pass "reported within ${POOL_DEAD_BOUND_S} s"; else
