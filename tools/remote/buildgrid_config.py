@@ -29,8 +29,13 @@ Settings that matter on a small (2-core) host, found the hard way (README.md, "C
     UpdateBotSession answered at once. With BuildGrid's default a bot with spare capacity is
     held in a long poll (24 s here) and cannot report an action that finishes meanwhile: a 5 s
     test took 29 s. The worker polls every few seconds while busy instead (worker/bots.py).
-  * queue-timeout-job-max-age: an action no bot of its pool takes within QUEUE_TIMEOUT_MIN (the
-    pool's workers are dead or missing) fails with that reason instead of waiting forever.
+  * bot-session-keepalive-timeout: a bot silent this long is dead (its jobs are requeued, and
+    pool_watchdog.py counts its pool dead). It must outlast an idle bot's poll (24 s) plus
+    BuildGrid's 30 s refusal of database work after a database outage, when no bot can renew
+    its session; else bots expire during an outage and their running jobs run again.
+  * queue-timeout-job-max-age: an action no bot takes within QUEUE_TIMEOUT_MIN fails with
+    UNAVAILABLE (Bazel retries it as a new job) instead of waiting forever. A pool with no live
+    worker is reported long before, by pool_watchdog.py.
 
 Usage: python3 -m tools.remote.buildgrid_config --port 8980 --state /tmp/rig --pg-socket /tmp/rig/pg
 """
@@ -49,6 +54,8 @@ DEFAULT_THREADS = 200
 # x 100 calls, for as long as Bazel's --remote_timeout.
 # Seconds an Execute stream waits for a job change before it looks again (see the docstring).
 STREAM_KEEPALIVE_S = 5
+# Seconds after a bot's last call that BuildGrid counts it dead (see the docstring).
+BOT_KEEPALIVE_S = 60
 # Minutes an action may wait for a bot of its pool.
 QUEUE_TIMEOUT_MIN = 30
 # Redis listens here, relative to BuildGrid's port.
@@ -131,7 +138,7 @@ schedulers:
     sql: *sql
     storage: *cas
     action-cache: *action-cache
-    bot-session-keepalive-timeout: 60
+    bot-session-keepalive-timeout: {BOT_KEEPALIVE_S}
     max-execution-timeout: 7200
     queue-timeout-job-max-age: {{minutes: {QUEUE_TIMEOUT_MIN}}}
     queue-timeout-period: {{minutes: 1}}
