@@ -5,9 +5,9 @@
 
 Sides (tools/gate/sides.py): `pinned` (default baseline), `lock:PATH`, `python:PATH` (host
 mode), or a bare path. Targets default to //... (GPU variants are SKIPPED on both sides of a
-CPU host). Name targets by patterns (//pkg/... , //pkg:all): Bazel 4.2.3 reports an explicitly
-named target that is incompatible on one side (a package missing there) as NO STATUS, not
-SKIPPED.
+CPU host). A target named explicitly that is incompatible on one side (a package missing
+there) is SKIPPED on that side, as under a pattern (tools/results/bep.py reads Bazel 4.2.3's
+"explicitly requested" warning).
 
 1. Checks both sides (missing interpreter, lock that is no lock or lacks torch, interpreter
    without torch) and fetches each side's @pypi (a lock that does not resolve fails here):

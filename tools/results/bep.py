@@ -21,6 +21,10 @@ What Bazel 4.2.3 writes (checked on this repository's targets):
   `test_attempts/attempt_N.*`), `status`, `testAttemptDurationMillis`, `cachedLocally` (or
   `executionInfo.cachedRemotely`); `testSummary.overallStatus` is PASSED, FLAKY, FAILED, ...
 - incompatible target (SKIPPED): `targetCompleted` with `aborted.reason` SKIPPED, no test events.
+  Named explicitly (not by a pattern) it is `aborted` with no reason, as a stopped build's; only
+  the `progress` event's stderr tells them apart ("Target @//x is incompatible and cannot be
+  built, but was explicitly requested."): SKIPPED too, as Bazel 5+ does with
+  --skip_incompatible_explicit_targets.
 - build failure: `targetCompleted.completed` without `success`, no test events (FAILED TO BUILD).
 - build stopped before testing: `aborted` with no reason, or events announced and never
   posted (NO STATUS).
@@ -30,12 +34,16 @@ What Bazel 4.2.3 writes (checked on this repository's targets):
 import dataclasses
 import json
 import pathlib
+import re
 import urllib.parse
 import urllib.request
 
 SKIPPED = "SKIPPED"
 NO_STATUS = "NO STATUS"
 FAILED_TO_BUILD = "FAILED TO BUILD"
+EXPLICIT_INCOMPATIBLE = re.compile(
+    r"Target @?(//\S+) is incompatible and cannot be built, but was explicitly requested"
+)
 # Statuses of a target whose tests all ran and passed (FLAKY: passed on a retry).
 GREEN = ("PASSED", "FLAKY")
 
@@ -129,6 +137,7 @@ def parse(lines) -> dict[str, Target]:
     is_test: set[str] = set()  # configured with a test size
     announced: set[str] = set()  # a testSummary child was announced: Bazel meant to test it
     summarized: set[str] = set()
+    incompatible: set[str] = set()  # named explicitly, incompatible with the platform
 
     def target(label: str) -> Target:
         return targets.setdefault(label, Target(label))
@@ -138,7 +147,9 @@ def parse(lines) -> dict[str, Target]:
             continue
         event = json.loads(line)
         kind, event_id = next(iter(event["id"].items()))
-        if kind == "targetConfigured":
+        if kind == "progress":
+            incompatible.update(EXPLICIT_INCOMPATIBLE.findall(event["progress"].get("stderr", "")))
+        elif kind == "targetConfigured":
             if "testSize" in event.get("configured", {}):
                 is_test.add(event_id["label"])
         elif kind == "targetCompleted":
@@ -181,6 +192,9 @@ def parse(lines) -> dict[str, Target]:
     # Announced but never summarized: the build stopped before the test finished.
     for label in announced - summarized:
         target(label).status = NO_STATUS
+    for label in incompatible & targets.keys():
+        if targets[label].status == NO_STATUS and not targets[label].attempts:
+            targets[label].status = SKIPPED
     # Targets completed without test children (e.g. left out by --test_tag_filters) were never
     # added: Bazel does not list them either.
     return dict(sorted(targets.items()))

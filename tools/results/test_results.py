@@ -58,6 +58,19 @@ class BepTest(unittest.TestCase):
             {"//dynamo_tests:test_recompile_ux_gpu": "SKIPPED"},
         )
 
+    def test_explicitly_named_incompatible_target_is_skipped(self):
+        # `bazel test --keep_going` naming //dynamo_tests:test_recompile_ux_gpu and
+        # //tools/selftest:probe_plain on a host without GPUs: Bazel aborts the GPU target with
+        # no reason given.
+        targets = _read("explicit_incompatible")
+        self.assertEqual(
+            {k: t.status for k, t in targets.items()},
+            {
+                "//dynamo_tests:test_recompile_ux_gpu": "SKIPPED",
+                "//tools/selftest:probe_plain": "PASSED",
+            },
+        )
+
     def test_build_failure_and_no_status(self):
         targets = _read("failed_to_build")
         # The failed genrule //fixture:broken is no test: only the tests are listed.
