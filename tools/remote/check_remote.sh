@@ -196,6 +196,25 @@ wait_for_action() {
   return 1
 }
 
+# Runs TARGET (a sleeper, 300 s) in the background and STOP (a command) once its action runs;
+# then no process of that action may be left.
+expect_no_survivors() {
+  local what=$1 target=$2 stop=$3 nonce="survivor-$$-${RANDOM}" left
+  BAZEL_TIMEOUT_S=120 in_clone_bg --test_env=SLEEP_S=300 "--test_env=RIG_CHECK_NONCE=${nonce}" \
+    "$target"
+  if wait_for_action "$nonce"; then
+    "$stop"
+    left="$(action_processes "$nonce")"
+    if [[ -z $left ]]; then pass "${what}: no test process left"; else
+      fail "${what}: test processes ${left}survive"
+      kill -KILL $left 2>/dev/null || true
+    fi
+  else
+    fail "${target} never started"
+  fi
+  stop_bg
+}
+
 say "6. a test cannot change the inputs of later actions"
 out="$(in_clone //rigtest:tamper)"
 echo "$out" | grep -E '^//rigtest' || true
@@ -241,6 +260,7 @@ say "9. a PostgreSQL restart mid-run costs seconds, and the test runs once"
 nonce="pg-$$-${RANDOM}"
 # runs_of TARGET: how many times the workers ran TARGET's test (not its test.xml action).
 runs_of() { cat "${logs}"/worker-*.log | grep " executed {" | grep -F "\"target\": \"$1\"" | grep -c '"program": "test-setup.sh"' || true; }
+
 runs_before=$(runs_of //rigtest:sleeper)
 start=$SECONDS
 BAZEL_TIMEOUT_S=$((PG_RESTART_BOUND_S * 3)) in_clone --test_env=SLEEP_S=5 \
@@ -267,23 +287,13 @@ out="$(run_local "${cache[@]}")"
 expect_line "$out" "$(cached //tools/remote:probe)" "after the restart: served from the cache"
 
 say "11. no test process outlives a killed worker"
-nonce="kill-$$-${RANDOM}"
-BAZEL_TIMEOUT_S=120 in_clone_bg --test_env=SLEEP_S=300 "--test_env=RIG_CHECK_NONCE=${nonce}" \
-  //rigtest:sleeper_gpu
-killed_at=$SECONDS
-if wait_for_action "$nonce"; then
+kill_gpu_worker() {
   kill -KILL "$(<"${RIG_DIR}/run/worker-gpu.pid")"
   killed_at=$SECONDS
   sleep 3
-  left="$(action_processes "$nonce")"
-  if [[ -z $left ]]; then pass "killed worker: its test died with it"; else
-    fail "killed worker: test processes ${left}survive"
-    kill -KILL $left 2>/dev/null || true
-  fi
-else
-  fail "sleeper_gpu never started"
-fi
-stop_bg
+}
+killed_at=$SECONDS
+expect_no_survivors "killed worker" //rigtest:sleeper_gpu kill_gpu_worker
 
 say "12. a dead pool is reported, not waited on"
 # The GPU pools' only worker is dead since check 11: a test for them fails with an error naming
@@ -299,18 +309,6 @@ if ((elapsed <= POOL_DEAD_BOUND_S)); then pass "reported within ${POOL_DEAD_BOUN
 fi
 
 say "13. no test process outlives rig.sh down"
-nonce="down-$$-${RANDOM}"
-BAZEL_TIMEOUT_S=120 in_clone_bg --test_env=SLEEP_S=300 "--test_env=RIG_CHECK_NONCE=${nonce}" \
-  //rigtest:sleeper
-if wait_for_action "$nonce"; then
-  tools/remote/rig.sh down >/dev/null
-  left="$(action_processes "$nonce")"
-  if [[ -z $left ]]; then pass "rig.sh down: no test process left"; else
-    fail "rig.sh down: test processes ${left}survive"
-    kill -KILL $left 2>/dev/null || true
-  fi
-else
-  fail "sleeper never started"
-fi
-stop_bg
+rig_down() { tools/remote/rig.sh down >/dev/null; }
+expect_no_survivors "rig.sh down" //rigtest:sleeper rig_down
 finish
