@@ -141,7 +141,7 @@ def _checked(variant: str) -> str:
 
 def device_type() -> str:
     """The torch device type tests of the current variant run on."""
-    return "cpu" if current_variant() == "cpu" else "cuda"
+    return "cuda" if gpus_needed(current_variant()) else "cpu"
 
 
 def visible_gpu_count() -> int:

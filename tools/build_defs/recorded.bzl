@@ -11,6 +11,7 @@ number re-runs only its target (tools/selftest/check_cache.sh checks both).
 """
 
 load("//tools:test_times.bzl", "GPU_PEAK_MIB", "TEST_TIMES")
+load(":variants.bzl", "VARIANTS")
 
 def recorded_env(target, variant, shard_count):
     """The environment entries above that apply to one target.
@@ -29,6 +30,6 @@ def recorded_env(target, variant, shard_count):
     if times and shard_count and shard_count > 1:
         env["TORCH_TEST_DURATIONS"] = json.encode(times)
     peak = GPU_PEAK_MIB.get(label)
-    if peak and variant != "cpu":
+    if peak and VARIANTS[variant]["gpus"]:
         env["TORCH_TEST_GPU_PEAK_MIB"] = str(peak)
     return env

@@ -70,8 +70,9 @@ def _check(name, variants, features, shard_count, lists = {}, env = {}):
     if len(variants) != len({v: None for v in variants}):
         _fail(name, "variants {} lists a variant twice".format(variants))
     for feature, listed in features.items():
-        if "cpu" in listed:
-            _fail(name, "{} lists the cpu variant; {} needs GPUs".format(feature, feature))
+        gpuless = [v for v in listed if v in VARIANTS and not VARIANTS[v]["gpus"]]
+        if gpuless:
+            _fail(name, "{} lists the {} variant; {} needs GPUs".format(feature, " and ".join(gpuless), feature))
         bad = _unknown(listed, variants)
         if bad:
             _fail(name, "{} names {}, which are not among variants {}".format(feature, bad, variants))
@@ -107,6 +108,7 @@ def torch_test(
         deps = [],
         data = [],
         env = {},
+        whole_gpu = False,
         tags = [],
         args = [],
         **kwargs):
@@ -124,7 +126,10 @@ def torch_test(
       deps: what the source imports (e.g. "//test_utils:dynamo", "@pypi//:torch"); the runner
         (with //test_utils:hardware and pytest) is implicit.
       data: runfiles of every variant.
-      env: extra environment, applied over the variant's.
+      env: extra environment, applied over the variant's (no TORCH_TEST_* variable: those are
+        the macro's and the runner's).
+      whole_gpu: the GPU variants never share a GPU (tools/runner/gpu_share.py): for a test
+        whose GPU memory the recorded peak does not bound.
       tags: extra tags of every variant.
       args: extra pytest arguments.
       **kwargs: passed to every py_test (e.g. flaky).
@@ -140,17 +145,16 @@ def torch_test(
     )
     src = src or name + ".py"
 
+    used_by = {v: [f for f in FEATURES if v in features[f]] for v in variants}
+
     # Every variant's features, for the pytest plugin's check against the markers: "gpu=nccl+triton,..."
-    declared_features = ",".join([
-        v + "=" + "+".join([f for f in FEATURES if v in features[f]])
-        for v in variants
-    ])
+    declared_features = ",".join([v + "=" + "+".join(used_by[v]) for v in variants])
     for variant in variants:
         spec = VARIANTS[variant]
         target = name + spec["suffix"]
         if native.existing_rule(target):
             _fail(name, "target {} already exists in this package".format(target))
-        used = [f for f in FEATURES if variant in features[f]]
+        used = used_by[variant]
         needs = ([gpu_constraint(spec["gpus"])] if spec["gpus"] else []) + [FEATURES[f]["constraint"] for f in used]
         variant_env = dict(COMMON_ENV)
         variant_env.update(spec["env"])
@@ -159,6 +163,8 @@ def torch_test(
         variant_env["TORCH_TEST_DECLARED_FEATURES"] = declared_features
         variant_env["TORCH_TEST_VARIANTS"] = _VARIANT_GPUS
         variant_env.update(recorded_env(target, variant, _shards(shard_count, variant)))
+        if whole_gpu and spec["gpus"]:
+            variant_env["TORCH_TEST_WHOLE_GPU"] = "1"
         variant_env.update(env)
         py_test(
             name = target,

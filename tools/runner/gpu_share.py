@@ -7,7 +7,7 @@ allocator does not count (CUDA context, library workspaces), fits in its share o
 smallest visible GPU's memory; its memory is then capped at that share
 (test_utils.hardware.cap_gpu_memory). Otherwise it takes every slot of its GPUs:
 
-  the target says it needs a whole GPU     TORCH_TEST_WHOLE_GPU=1 (BUILD: env of the target)
+  the target says it needs a whole GPU     TORCH_TEST_WHOLE_GPU=1 (torch_test whole_gpu = True)
   no peak recorded for the target          TORCH_TEST_GPU_PEAK_MIB unset (rank-process tests:
                                            ranks' memory is not recorded, so never shared)
   the peak does not fit in a share         peak * MARGIN + CONTEXT_MIB > GPU memory / slots

@@ -55,6 +55,12 @@ check "variant listed twice" \
   'torch_test(name = "t", variants = ["cpu", "cpu"])' \
   'lists a variant twice'
 
+say "whole_gpu: the GPU variants, and only they, take whole GPUs (tools/runner/gpu_share.py)"
+printf 'load("//tools/build_defs:torch_test.bzl", "torch_test")\n\n%s\n' \
+  'torch_test(name = "t", variants = ["cpu", "gpu"], whole_gpu = True)' >"$scratch/BUILD.bazel"
+expect_line "$("$BAZEL" query --output=build "//$scratch:t_gpu" 2>&1)" '"TORCH_TEST_WHOLE_GPU": "1"' "the gpu target's env says whole"
+expect_no_line "$("$BAZEL" query --output=build "//$scratch:t" 2>&1)" 'TORCH_TEST_WHOLE_GPU' "the cpu target's env does not"
+
 rm -rf "$scratch"  # its broken BUILD file would fail the //... queries below
 
 say "tags and suites select the hardware variants (tools/build_defs/variants.bzl)"
