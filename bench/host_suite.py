@@ -39,6 +39,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from test_utils.hardware import host_gpu_count  # noqa: E402
 from test_utils.hardware_table import table  # noqa: E402
 from tools import update_test_times  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
@@ -84,14 +85,6 @@ def variant_of(label: str) -> tuple[str, str]:
     return f"{package}/{name}.py", "cpu"
 
 
-def gpu_count() -> int:
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return 0
-    out = subprocess.run([smi, "-L"], capture_output=True, text=True, check=False).stdout
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
-
-
 def gpu_targets() -> list[str]:
     query = f"attr(tags, gpu, tests({' + '.join(TARGETS)}))"
     proc, _ = bazel("query", query)
@@ -112,9 +105,9 @@ def record(events: pathlib.Path) -> str:
 
 def record_peaks_if_missing() -> str:
     _, peaks = update_test_times.read()
-    wanted = [t for t in gpu_targets() if variant_of(t)[1] == "gpu" or gpu_count() > 1]
+    wanted = [t for t in gpu_targets() if variant_of(t)[1] == "gpu" or host_gpu_count() > 1]
     missing = [t for t in wanted if t not in peaks]
-    if not missing or gpu_count() == 0:
+    if not missing or host_gpu_count() == 0:
         return "peaks recorded already" if not missing else "no GPU"
     log(f"record: no GPU peak for {missing}; running the GPU targets once")
     cold_kernel_cache()
@@ -198,7 +191,7 @@ def main() -> int:
         print("set TORCH_TEST_PYTHON to the interpreter with torch (host mode)", file=sys.stderr)
         return 2
     RESULTS.mkdir(parents=True, exist_ok=True)
-    cores, gpus = os.cpu_count() or 1, gpu_count()
+    cores, gpus = os.cpu_count() or 1, host_gpu_count()
     log(f"{cores} cores, {gpus} GPUs, python {python}")
     build, build_wall = bazel("build", *TARGETS)
     if build.returncode:

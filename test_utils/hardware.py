@@ -167,15 +167,21 @@ def host_gpu_count() -> int:
     return int(known)
 
 
-def _nvidia_smi_gpus() -> int:
+def nvidia_smi(*args: str) -> str | None:
+    """nvidia-smi's output for `args`, or None where there is none (no driver, or it failed)."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        return 0
+        return None
     try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run([smi, *args], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+        return None
+    return out.stdout
+
+
+def _nvidia_smi_gpus() -> int:
+    listing = nvidia_smi("-L") or ""
+    return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
 
 
 def has_triton() -> bool:

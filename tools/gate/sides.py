@@ -11,13 +11,15 @@ check() rejects a bad side with one line naming it, before anything runs.
 """
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
+
+from test_utils import hardware
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PINNED_LOCK = ROOT / "third_party" / "python" / "requirements.lock"
@@ -140,12 +142,9 @@ def probe(python: pathlib.Path, env: dict | None = None) -> dict | None:
         return None
 
 
+@functools.cache  # the host's, the same for both sides
 def gpus() -> list[str]:
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
-    query = [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"]
-    out = subprocess.run(query, capture_output=True, text=True, check=False).stdout
+    out = hardware.nvidia_smi("--query-gpu=name,driver_version", "--format=csv,noheader") or ""
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 

@@ -20,9 +20,10 @@ takes one of N slots, as before this policy.
 """
 
 import dataclasses
-import shutil
-import subprocess
 import sys
+from collections.abc import Callable
+
+from test_utils import hardware
 
 DEFAULT_SLOTS = 2
 MARGIN = 1.25
@@ -41,7 +42,15 @@ class Decision:
         return self.slots_each < self.slots_per_gpu
 
 
-def decide(env, gpu_memory_mib: int | None) -> Decision:
+def gpu_memory_mib() -> int | None:
+    """Memory of the smallest GPU on this host (nvidia-smi), or None."""
+    out = hardware.nvidia_smi("--query-gpu=memory.total", "--format=csv,noheader,nounits")
+    sizes = [int(line) for line in (out or "").split() if line.strip().isdigit()]
+    return min(sizes) if sizes else None
+
+
+def decide(env, memory_mib: Callable[[], int | None] = gpu_memory_mib) -> Decision:
+    """The sharing decision; asks for the GPU memory (an nvidia-smi call) only when it matters."""
     explicit = env.get("TORCH_TEST_SLOTS_PER_GPU")
     slots = int(explicit) if explicit else DEFAULT_SLOTS
     if slots < 1:
@@ -53,27 +62,14 @@ def decide(env, gpu_memory_mib: int | None) -> Decision:
     peak = env.get("TORCH_TEST_GPU_PEAK_MIB")
     if not peak:
         return Decision(slots, slots, "no peak GPU memory recorded for this target")
-    if not gpu_memory_mib:
+    memory = memory_mib()
+    if not memory:
         return Decision(slots, slots, "GPU memory unknown")
     need = int(peak) * MARGIN + CONTEXT_MIB
-    share = gpu_memory_mib / slots
+    share = memory / slots
     if need > share:
         return Decision(slots, slots, f"needs ~{need:.0f} MiB, a share is {share:.0f} MiB")
     return Decision(slots, 1, f"needs ~{need:.0f} MiB of a {share:.0f} MiB share")
-
-
-def gpu_memory_mib() -> int | None:
-    """Memory of the smallest GPU on this host (nvidia-smi), or None."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
-    query = [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
-    try:
-        out = subprocess.run(query, capture_output=True, text=True, timeout=30, check=False)
-        sizes = [int(line) for line in out.stdout.split() if line.strip().isdigit()]
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return min(sizes) if sizes else None
 
 
 def report_peak(log=sys.stderr) -> None:

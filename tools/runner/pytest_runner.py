@@ -153,7 +153,7 @@ def _gpus_for(variant: str, env, holder: str):
         raise gpu_lease.LeaseError(f"cannot run on this host: {missing}")
     deadline = float(env.get("TORCH_TEST_DEADLINE", time.time() + 3600))
     asked = time.time()
-    share = gpu_share.decide(env, gpu_share.gpu_memory_mib())
+    share = gpu_share.decide(env)
     with gpu_lease.lease(
         need,
         hardware.visible_gpu_count(),
