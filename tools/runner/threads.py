@@ -89,6 +89,7 @@ class ThreadBudget:
     def __init__(self, directory: pathlib.Path, env, log=sys.stderr):
         self.directory, self.env, self.log = directory, env, log
         self.fixed = {k for k in USER_KNOBS if env.get(k)}
+        self.cores = _cores()  # fixed for the process; apply() runs before every test
         self.last = None
 
     @classmethod
@@ -111,7 +112,7 @@ class ThreadBudget:
 
     def apply(self) -> tuple[int, int, int | None]:
         running = running_tests(self.directory)
-        intra, compile_threads = budget(_cores(), running)
+        intra, compile_threads = budget(self.cores, running)
         if "OMP_NUM_THREADS" not in self.fixed:
             self.env["OMP_NUM_THREADS"] = str(intra)
             torch = sys.modules.get("torch")
@@ -126,7 +127,7 @@ class ThreadBudget:
         now = (running, intra, compile_threads)
         if now != self.last:  # one line per change, for bench/ scripts and humans
             print(
-                f"torch_test threads: {running} test(s) running on {_cores()} cores: "
+                f"torch_test threads: {running} test(s) running on {self.cores} cores: "
                 f"intra-op {self.env.get('OMP_NUM_THREADS')}, "
                 f"compile workers {self.env.get('TORCHINDUCTOR_COMPILE_THREADS', 'default')}",
                 file=self.log,
