@@ -17,7 +17,6 @@ regeneration with unchanged numbers re-runs nothing, and a changed number re-run
 target. The file is written in buildifier's format, byte-for-byte the same for the same numbers.
 """
 
-import ast
 import json
 import pathlib
 import re
@@ -26,6 +25,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script too
 
+from test_utils import hardware_table  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
 from tools.runner import gpu_share  # noqa: E402
 
@@ -84,13 +84,7 @@ def render(times: dict[str, dict[str, float]], peaks: dict[str, int]) -> str:
 
 def read(path: pathlib.Path = TIMES) -> tuple[dict, dict]:
     """(TEST_TIMES, GPU_PEAK_MIB) as recorded: the .bzl's dicts are Python literals."""
-    if not path.exists():
-        return {}, {}
-    found = {
-        node.targets[0].id: ast.literal_eval(node.value)
-        for node in ast.parse(path.read_text()).body
-        if isinstance(node, ast.Assign)
-    }
+    found = hardware_table.read_literals(path) if path.exists() else {}
     return found.get("TEST_TIMES", {}), found.get("GPU_PEAK_MIB", {})
 
 
