@@ -26,7 +26,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.results import bep, junit  # noqa: E402
+from tools.results import bep, junit, runner_log  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 BAZEL = str(ROOT / "tools" / "bazel")
@@ -68,13 +68,12 @@ def bazel_test(*flags):
     return proc, wall, cpu, (int(executed.group(1)) if executed else -1), bep.read(events)
 
 
-def peak_rss_from_logs(targets: dict[str, bep.Target]) -> dict[str, float]:
+def peak_rss_from_logs(targets: dict[str, bep.Target]) -> dict[str, int]:
     peaks = {}
-    pattern = r"peak_rss_mib=(\d+) children_peak_rss_mib=(\d+)"
     for label, target in targets.items():
-        for log in target.log_files():
-            for m in re.finditer(pattern, log.read_text()):
-                peaks[label] = max(peaks.get(label, 0), int(m.group(1)), int(m.group(2)))
+        found = [runner_log.peak_rss_mib(log.read_text()) for log in target.log_files()]
+        if found := [peak for peak in found if peak is not None]:
+            peaks[label] = max(found)
     return peaks
 
 

@@ -23,12 +23,11 @@ Categories (a case is `label` + `classname::name`, over all shards):
 import dataclasses
 import re
 
-from tools.results import bep, junit
+from tools.results import bep, junit, runner_log
 
 GOOD = ("passed", "xfail")
 BAD = ("failed", "error")
 # Not anchored: pytest's unterminated progress line often precedes it in the same log line.
-RESOURCES = re.compile(r"torch_test resources: (.*)$", re.M)
 
 
 @dataclasses.dataclass
@@ -58,16 +57,6 @@ class Thresholds:
     rss_mib: float = 256.0
 
 
-def _peak_rss(text: str) -> int | None:
-    peaks = []
-    for line in RESOURCES.findall(text):
-        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
-        values = [float(v) for k, v in fields.items() if k.endswith("peak_rss_mib")]
-        if values:
-            peaks.append(max(values))
-    return round(max(peaks)) if peaks else None
-
-
 def first_failure_line(text: str) -> str:
     """The line a person reads first: pytest's first `E   ` line, else the first error line."""
     lines = text.splitlines()
@@ -92,7 +81,7 @@ def snapshot(targets: dict) -> dict:
                 else ""
             )
             texts.append(log_text)
-            if (peak := _peak_rss(log_text)) is not None:
+            if (peak := runner_log.peak_rss_mib(log_text)) is not None:
                 peaks.append(peak)
             if attempt.xml and attempt.xml.is_file():
                 for case in junit.cases(attempt.xml):

@@ -1,0 +1,19 @@
+"""What the runner (tools/runner/pytest_runner.py) writes into a test.log, read back.
+
+torch_test resources: wall_s=.. cpu_s=.. peak_rss_mib=.. children_peak_rss_mib=..
+"""
+
+import re
+
+RESOURCES = re.compile(r"torch_test resources: (.*)$", re.M)
+
+
+def peak_rss_mib(text: str) -> int | None:
+    """The largest peak RSS (the runner's or its children's) of a log's resource lines."""
+    peaks = []
+    for line in RESOURCES.findall(text):
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        values = [float(v) for k, v in fields.items() if k.endswith("peak_rss_mib")]
+        if values:
+            peaks.append(max(values))
+    return round(max(peaks)) if peaks else None
