@@ -175,14 +175,16 @@ def interpreter_start(python: str) -> float:
     return time.monotonic() - start
 
 
-def runner_lines(targets: dict[str, bep.Target], pattern: str) -> list[str]:
-    found = []
+def runner_lines(targets: dict[str, bep.Target], *patterns: str) -> list[str]:
+    """The runner's lines containing each pattern, pattern by pattern; every log read once."""
+    found: dict[str, list[str]] = {pattern: [] for pattern in patterns}
     for label, target in targets.items():
         for log in target.log_files():
-            found += [
-                f"{label}: {line}" for line in log.read_text().splitlines() if pattern in line
-            ]
-    return found
+            for line in log.read_text(errors="replace").splitlines():
+                for pattern in patterns:
+                    if pattern in line:
+                        found[pattern].append(f"{label}: {line}")
+    return [line for pattern in patterns for line in found[pattern]]
 
 
 def main() -> int:
@@ -211,8 +213,7 @@ def main() -> int:
     ran = sorted(label for label, status in results.items() if status != bep.SKIPPED)
     log(f"bazel default: {bazel_wall:.1f} s, exit {run.returncode}: {results}")
     log(f"this host's record: {record(events)}")
-    threads = runner_lines(targets, "torch_test threads:")
-    leases = runner_lines(targets, "torch_test lease:")
+    runner = runner_lines(targets, "torch_test threads:", "torch_test lease:")
 
     rows, cases = plain_pytest(ran, sorted(targets), python)
     pytest_wall = sum(wall for _, _, wall, _ in rows)
@@ -250,7 +251,7 @@ def main() -> int:
         "",
         "Runner lines (thread budget, GPU lease):",
         "",
-        *[f"    {line}" for line in threads + leases],
+        *[f"    {line}" for line in runner],
     ]
     report = "\n".join(lines) + "\n"
     (RESULTS / "host_suite.md").write_text(report)
