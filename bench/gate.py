@@ -65,31 +65,31 @@ def main() -> int:
     out = RESULTS / "gate"
     out.mkdir(exist_ok=True)
 
-    gate_args = gate.argparse.Namespace(out=str(out / "report"), output_root=None, bazel_arg=[])
+    gate_args = argparse.Namespace(out=str(out / "report"), output_root=None, bazel_arg=[])
     g = gate.Gate(gate_args)
+    g.out.mkdir(parents=True, exist_ok=True)
     bench_sides = [sides.parse("baseline", args.baseline), sides.parse("candidate", args.candidate)]
     # Warm the servers and repositories first: the comparison is about running tests.
     for side in bench_sides:
-        g.out.mkdir(parents=True, exist_ok=True)
         g.prepare(side)
 
+    # Each side alone, cold, through the gate's own Bazel invocation (same output base,
+    # workspace, startup options and environment as the gate's run).
     solo = 0.0
     for side in bench_sides:
-        base = g.output_base(side)
-        startup = [f"--output_base={base}"] if base else []
-        links = ["--symlink_prefix=/"] if base else []
-        where = g.workspace(side)  # where the gate runs this side
-        argv = [
-            str(where / "tools" / "bazel"),
-            *startup,
+        start = time.monotonic()
+        g.bazel(
+            side,
             "test",
-            *links,
-            "--keep_going",
-            *cold_flags(),
-            "--",
-            *args.targets,
-        ]
-        solo += timed(argv, side.env(os.environ), out / f"solo_{side.role}.log", where)
+            ["--keep_going", *cold_flags(), "--", *args.targets],
+            f"solo_{side.role}.log",
+        )
+        wall = time.monotonic() - start
+        print(
+            f"  {wall:7.1f} s  {side.role} alone  (log {g.out / f'solo_{side.role}.log'})",
+            flush=True,
+        )
+        solo += wall
 
     gate_cmd = [sys.executable, str(ROOT / "tools/gate/gate.py"), "--baseline", args.baseline]
     gate_cmd += ["--candidate", args.candidate, "--out", str(out / "report")]
