@@ -82,6 +82,7 @@ class Execution:
         self._worker = worker
         self._sandbox: Sandbox | None = None
         self._cancelled = threading.Event()
+        self.command = re_pb2.Command()  # the action's, once fetched (empty if that failed)
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -98,7 +99,9 @@ class Execution:
         meta = re_pb2.ExecutedActionMetadata(worker=self._worker)
         meta.input_fetch_start_timestamp.CopyFrom(_now())
         staging = time.monotonic()
-        command = self._downloader.get_message(action.command_digest, re_pb2.Command())
+        command = self.command = self._downloader.get_message(
+            action.command_digest, re_pb2.Command()
+        )
         inputs = self._dir / "inputs"
         files, fetched = self._stage(action.input_root_digest, inputs)
         outputs = list(command.output_paths) or [*command.output_files, *command.output_directories]

@@ -60,6 +60,7 @@ class Bot:
     ):
         self._channel = channel
         self._bots = BotsStub(channel)
+        self._downloader = Downloader(channel, instance)  # actions sent by digest
         self._cache = FileCache(work_root / "cache")
         self._work_root = work_root / "actions"
         self._work_root.mkdir(parents=True, exist_ok=True)
@@ -148,7 +149,7 @@ class Bot:
             return action
         digest = re_pb2.Digest()
         lease.payload.Unpack(digest)
-        return Downloader(self._channel, self._instance).get_message(digest, action)
+        return self._downloader.get_message(digest, action)
 
     def _run(self, lease_id: str, execution: Execution, action: re_pb2.Action) -> Outcome:
         started = time.monotonic()
@@ -161,7 +162,7 @@ class Bot:
                 status=status_pb2.Status(code=code_pb2.INTERNAL, message=repr(error)[:1000]),
                 summary={"error": repr(error)[:200]},
             )
-        command = self._command(action)
+        command = execution.command
         env = {v.name: v.value for v in command.environment_variables}
         record = {
             "worker": self._name,
@@ -175,13 +176,6 @@ class Bot:
         }
         log.info("executed %s", json.dumps(record, sort_keys=True))
         return outcome
-
-    def _command(self, action: re_pb2.Action) -> re_pb2.Command:
-        try:
-            downloader = Downloader(self._channel, self._instance)
-            return downloader.get_message(action.command_digest, re_pb2.Command())
-        except Exception:  # only for the log line; the run itself reported the failure
-            return re_pb2.Command()
 
     def _report_finished(self, session: bots_pb2.BotSession) -> None:
         for lease in session.leases:

@@ -20,7 +20,7 @@ import pathlib
 import shutil
 import signal
 import subprocess
-import time
+import threading
 
 # Like Bazel's --local_termination_grace_seconds (15): time between SIGTERM and SIGKILL.
 TERM_GRACE_S = 15
@@ -104,6 +104,8 @@ class Sandbox:
 
     def terminate(self) -> None:
         """SIGTERM to the action's own processes (not bwrap's init, which would take all down)."""
+        if self._process is None or self._process.poll() is not None:
+            return  # its namespace is gone: the init's pid may belong to a host process now
         namespace = self._namespace()
         if namespace is None:
             return
@@ -127,14 +129,15 @@ class Sandbox:
         os.killpg(self._process.pid, signal.SIGKILL)
 
     def cancel(self) -> None:
+        """SIGTERM now, SIGKILL after TERM_GRACE_S, without blocking the caller (the bot's
+        session thread, which cancels one action after another)."""
         self.terminate()
-        deadline = time.monotonic() + TERM_GRACE_S
-        while self._process and self._process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.kill()
+        grace = threading.Timer(TERM_GRACE_S, self.kill)
+        grace.daemon = True
+        grace.start()
 
     def _namespace(self) -> str | None:
         try:
             return os.readlink(f"/proc/{self._pid_namespace_init}/ns/pid")
-        except (OSError, TypeError):
+        except OSError:
             return None
