@@ -58,8 +58,6 @@ STREAM_KEEPALIVE_S = 5
 BOT_KEEPALIVE_S = 60
 # Minutes an action may wait for a bot of its pool.
 QUEUE_TIMEOUT_MIN = 30
-# Redis listens here, relative to BuildGrid's port.
-REDIS_PORT_OFFSET = 100
 
 QUEUE_OPTIONS = {
     "grpc.server.max_pending_requests": 20000,
@@ -77,11 +75,9 @@ def render(
     threads: int,
     grpc_options: dict[str, str] | None = None,
     queue_options: bool = True,
-    auth_dir: pathlib.Path | None = None,
-    redis_port: int | None = None,
+    redis_port: int,
 ) -> str:
-    auth_dir = auth_dir or cas_dir.parent / "auth"
-    redis_port = redis_port or port + REDIS_PORT_OFFSET
+    auth_dir = cas_dir.parent / "auth"
     key, pools = read_pools()
     q = json.dumps  # YAML accepts JSON strings; quoting keeps paths and names literal
     labels = "\n".join(
@@ -174,6 +170,7 @@ instances:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--redis-port", type=int, required=True, help="the action cache's store")
     parser.add_argument("--instance", default="main")
     parser.add_argument("--state", type=pathlib.Path, required=True, help="rig directory")
     parser.add_argument("--pg-socket", type=pathlib.Path, required=True)
@@ -190,6 +187,7 @@ def main() -> None:
     print(
         render(
             port=args.port,
+            redis_port=args.redis_port,
             instance=args.instance,
             cas_dir=args.state / "cas",
             pg_socket_dir=args.pg_socket,

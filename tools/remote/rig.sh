@@ -37,6 +37,7 @@ source "${root}/tools/remote/rig_lib.sh"
 
 export RIG_DIR="${RIG_DIR:-/tmp/torch_tests_rig}"
 readonly port="${RIG_PORT:-8980}"
+readonly redis_port=$((port + 100)) # the action cache's store
 readonly instance="${RIG_INSTANCE:-main}"
 readonly venv="$(rig_venv)"
 readonly lock="${root}/tools/remote/requirements.lock"
@@ -86,6 +87,8 @@ pg_start() {
     rig_die "PostgreSQL did not start; see ${pg}/postgres.log"
 }
 
+pg_stop() { as_postgres "${1}/pg_ctl" -D "${pg}/data" -m fast -w -s stop; }
+
 start_postgres() {
   local bin="$1"
   mkdir -p "$pg"
@@ -118,7 +121,7 @@ start_redis() {
   # Append-only file, fsync'd every second: the action cache outlives BuildGrid and Redis restarts.
   cat >"${dir}/redis.conf" <<EOF
 bind 127.0.0.1
-port $((port + 100))
+port ${redis_port}
 dir ${dir}
 appendonly yes
 appendfsync everysec
@@ -129,16 +132,16 @@ EOF
   chmod 600 "${dir}/redis.conf"
   start_daemon redis "${logs}/redis.log" redis-server "${dir}/redis.conf"
   local i
-  for i in $(seq 100); do port_open $((port + 100)) && return; sleep 0.1; done
-  rig_die "Redis is not listening on 127.0.0.1:$((port + 100)); see ${logs}/redis.log"
+  for i in $(seq 100); do port_open "$redis_port" && return; sleep 0.1; done
+  rig_die "Redis is not listening on 127.0.0.1:${redis_port}; see ${logs}/redis.log"
 }
 
 start_server() {
   local extra=() option
   for option in ${RIG_GRPC_SERVER_OPTIONS:-}; do extra+=("--grpc-server-option=${option}"); done
   [[ ${RIG_GRPC_DEFAULT_QUEUE:-0} == 1 ]] && extra+=(--grpc-default-queue)
-  (cd "$root" && python3 -m tools.remote.buildgrid_config --port "$port" --instance "$instance" \
-    --state "$RIG_DIR" --pg-socket "$pg" --threads "${RIG_THREADS:-200}" "${extra[@]}") \
+  (cd "$root" && python3 -m tools.remote.buildgrid_config --port "$port" --redis-port "$redis_port" \
+    --instance "$instance" --state "$RIG_DIR" --pg-socket "$pg" --threads "${RIG_THREADS:-200}" "${extra[@]}") \
     >"${RIG_DIR}/buildgrid.yml"
   mkdir -p "${RIG_DIR}/cas"
   "${venv}/bin/bgd" server lint "${RIG_DIR}/buildgrid.yml" >/dev/null ||
@@ -193,7 +196,7 @@ worker() {
 up() {
   [[ -e ${RIG_DIR}/run ]] && rig_die "a rig already runs in ${RIG_DIR} (tools/remote/rig.sh down first)"
   port_open "$port" && rig_die "127.0.0.1:${port} is in use; set RIG_PORT"
-  port_open $((port + 100)) && rig_die "127.0.0.1:$((port + 100)) (Redis) is in use; set RIG_PORT"
+  port_open "$redis_port" && rig_die "127.0.0.1:${redis_port} (Redis) is in use; set RIG_PORT"
   local bin
   bin="$(pg_bin)"
   ensure_debian bubblewrap /usr/bin/bwrap
@@ -222,7 +225,7 @@ down() {
     stop_daemon redis
   fi
   if [[ -f ${pg}/data/postmaster.pid ]]; then
-    as_postgres "$(pg_bin)/pg_ctl" -D "${pg}/data" -m fast -w -s stop || true
+    pg_stop "$(pg_bin)" || true
   fi
   if [[ -f ${pg}/postgres.log ]]; then cp "${pg}/postgres.log" "${logs}/" 2>/dev/null || true; fi
   # Logs stay (the integration check reads them after `down`); the state goes.
@@ -250,9 +253,11 @@ restart() {
   case "${1:-}" in
     buildgrid) stop_daemon buildgrid && start_server ;;
     postgres)
-      as_postgres "$(pg_bin)/pg_ctl" -D "${pg}/data" -m fast -w -s stop
+      local bin
+      bin="$(pg_bin)"
+      pg_stop "$bin"
       sleep "${RIG_PG_DOWN_S:-0}"
-      pg_start "$(pg_bin)"
+      pg_start "$bin"
       ;;
     *) rig_die "usage: rig.sh restart buildgrid|postgres" ;;
   esac

@@ -11,6 +11,7 @@ from tools.remote import buildgrid_config, pools
 def _render(**overrides):
     args = dict(
         port=8980,
+        redis_port=9080,
         instance="main",
         cas_dir=pathlib.Path("/rig/cas"),
         pg_socket_dir=pathlib.Path("/rig/pg"),
