@@ -15,22 +15,17 @@ trap 'cp "$backup/good.lock" "$lock"; rm -rf "$backup"' EXIT
 
 probes=(//tools/selftest:probe_plain //tools/selftest:probe_tqdm //tools/selftest:probe_test_utils)
 run_probes() { "$BAZEL" test --test_summary=short "${probes[@]}" 2>&1; }
-expect_all_cached() {
-  local out
-  out="$(run_probes)"
-  for p in "${probes[@]}"; do expect_line "$out" "$(cached "$p")" "$1: $p cached"; done
-}
 
 say "baseline"
 run_probes >/dev/null || true
-expect_all_cached "unchanged"
+expect_all_cached "$(run_probes)" "unchanged"
 
 say "a failed fetch (wrong sha256), then the original lock"
 python3 -c "import re, sys; print(re.sub(r'sha256:[0-9a-f]{64}', 'sha256:' + '0' * 64, sys.stdin.read(), count=1), end='')" \
   <"$backup/good.lock" >"$lock"
 if "$BAZEL" build //tools/selftest:probe_plain >/dev/null 2>&1; then fail "the bad lock built"; else pass "the bad lock failed to fetch"; fi
 cp "$backup/good.lock" "$lock"
-expect_all_cached "after the failed fetch"
+expect_all_cached "$(run_probes)" "after the failed fetch"
 
 say "an interrupted fetch, then the original lock"
 { cat "$backup/good.lock"; echo "# edited by $(basename "$0")"; } >"$lock"
@@ -42,5 +37,5 @@ sleep 3
 kill -INT "$client"
 wait "$client" && fail "the fetch finished before the interrupt" || pass "the fetch was interrupted"
 cp "$backup/good.lock" "$lock"
-expect_all_cached "after the interrupted fetch"
+expect_all_cached "$(run_probes)" "after the interrupted fetch"
 finish

@@ -23,6 +23,12 @@ expect_no_line() {
   if grep -Eq -- "$2" <<<"$1"; then fail "$3 (unexpected line matching /$2/)"; else pass "$3"; fi
 }
 
+# expect_all_cached OUTPUT WHY: every target of the caller's `probes` array came from the cache.
+expect_all_cached() {
+  local p
+  for p in "${probes[@]}"; do expect_line "$1" "$(cached "$p")" "$2: $p cached"; done
+}
+
 # A test result line of Bazel's summary, e.g. cached_line //a:b -> "//a:b  (cached) PASSED".
 cached() { echo "^$1 +\\(cached\\) PASSED"; }
 fresh() { echo "^$1 +PASSED"; }
