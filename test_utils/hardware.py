@@ -216,7 +216,7 @@ MEMORY_FRACTION_ENV = "TORCH_TEST_GPU_MEMORY_FRACTION"
 def cap_gpu_memory() -> None:
     """Keeps this process within its share of GPUs that the lease lets several tests share.
 
-    tools/runner/gpu_lease.py exports the share when TORCH_TEST_SLOTS_PER_GPU > 1. The cap is
+    tools/runner/gpu_lease.py exports the share when the test holds part of its GPUs. The cap is
     queued for CUDA's lazy initialisation, so a process that never touches CUDA (e.g. the
     parent of rank processes) creates no CUDA context for it.
     """

@@ -12,7 +12,7 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
   Every target of a source checks every variant (collection sees all tests), so the cpu
   target on a CPU host already catches a GPU variant's mismatch.
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
-- A process sharing GPUs with other tests (TORCH_TEST_SLOTS_PER_GPU > 1) caps its memory.
+- A process sharing GPUs with other tests (a lease of part of each GPU) caps its memory.
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
   declared with markers (Bazel then schedules or skips the whole target) instead. So do an
   xfail that never ran its test (`run=False`, or `pytest.xfail()` during setup), a module

@@ -9,15 +9,12 @@ slot under a host-wide directory.
 * A test takes one slot on each GPU it uses, on the least busy GPUs. With the default one
   slot per GPU, every test (multi-GPU ones included) has whole GPUs to itself.
 * Locks are flock()s: the kernel frees them when the holder exits, even by SIGKILL.
-* The lease sets CUDA_VISIBLE_DEVICES to the leased GPUs; with several slots per GPU it also
-  exports TORCH_TEST_GPU_MEMORY_FRACTION (1/slots) for tests to cap their memory.
+* The lease sets CUDA_VISIBLE_DEVICES to the leased GPUs; holding part of each GPU it also
+  exports TORCH_TEST_GPU_MEMORY_FRACTION (its slots / the slots) for tests to cap their memory.
 
 Environment:
   TORCH_TEST_GPU_LEASE_DIR   lock directory (default /dev/shm/torch_test_gpu_lease, writable in
                              Bazel's sandbox and shared by all tests on the host)
-  TORCH_TEST_SLOTS_PER_GPU   tests that may share one GPU, where the caller does not say
-                             (default 1: none share). The runner passes the decision of
-                             tools/runner/gpu_share.py (slots per GPU, slots this test takes).
 The runner waits for free GPUs until the test's deadline (TORCH_TEST_DEADLINE).
 """
 
@@ -75,20 +72,19 @@ def lease(
     *,
     timeout: float,
     holder: str = "",
-    slots_per_gpu: int | None = None,
+    slots_per_gpu: int = 1,
     slots_each: int = 1,
 ):
     """Hold `count` GPUs for the duration of the block; yields their indices.
 
     `slots_each` slots of every chosen GPU (all `slots_per_gpu` of them: the GPUs whole); the
-    sharing policy that picks them is tools/runner/gpu_share.py.
+    sharing policy that picks them (TORCH_TEST_SLOTS_PER_GPU included) is
+    tools/runner/gpu_share.py, whose decision the runner passes here.
     """
     if count > total_gpus:
         raise LeaseError(f"needs {count} GPUs, found {total_gpus}")
     directory = pathlib.Path(os.environ.get("TORCH_TEST_GPU_LEASE_DIR", DEFAULT_DIR))
     directory.mkdir(mode=0o777, parents=True, exist_ok=True)
-    if slots_per_gpu is None:
-        slots_per_gpu = int(os.environ.get("TORCH_TEST_SLOTS_PER_GPU", "1"))
     deadline = time.monotonic() + timeout
     while True:
         allocator = _lock(directory / "allocator", blocking=True)

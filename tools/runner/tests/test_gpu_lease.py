@@ -5,6 +5,7 @@ GPUs; the log must show no GPU held by two holders at once.
 """
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import pathlib
@@ -109,19 +110,19 @@ def test_waiting_for_busy_gpus_times_out(lease_dir):
         assert time.monotonic() - started < 5
 
 
-def test_slots_spread_then_share_gpus_and_cap_memory(lease_dir, monkeypatch):
-    monkeypatch.setenv("TORCH_TEST_SLOTS_PER_GPU", "2")
+def test_slots_spread_then_share_gpus_and_cap_memory(lease_dir):
+    shared = functools.partial(gpu_lease.lease, slots_per_gpu=2)
     with contextlib.ExitStack() as held:
-        first = held.enter_context(gpu_lease.lease(1, 2, timeout=1))
-        second = held.enter_context(gpu_lease.lease(1, 2, timeout=1))
+        first = held.enter_context(shared(1, 2, timeout=1))
+        second = held.enter_context(shared(1, 2, timeout=1))
         assert (first, second) == ([0], [1]), "1-GPU tests go to idle GPUs before sharing"
-        both = held.enter_context(gpu_lease.lease(2, 2, timeout=1))
+        both = held.enter_context(shared(2, 2, timeout=1))
         assert both == [0, 1], "a 2-GPU test takes the second slot of each GPU"
         assert os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] == "0.5000"
         with pytest.raises(gpu_lease.LeaseError):  # every slot is taken now
-            with gpu_lease.lease(1, 2, timeout=0.3):
+            with shared(1, 2, timeout=0.3):
                 pass
-    with gpu_lease.lease(2, 2, timeout=1) as gpus:  # all released on exit
+    with shared(2, 2, timeout=1) as gpus:  # all released on exit
         assert gpus == [0, 1]
 
 
