@@ -12,6 +12,7 @@
 set -euo pipefail
 readonly root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
+source tools/remote/rig_lib.sh
 readonly mode="${1:?usage: $0 before|after [RUNS]}"
 readonly runs="${2:-10}"
 readonly dir="${BENCH_DIR:-/tmp/torch_tests_bench_uploads}"
@@ -40,7 +41,7 @@ for i in $(seq "$runs"); do
   start=$SECONDS
   rc=0
   # Each rig has its own credentials (rig.sh up writes them).
-  bazel_ test "${flags[@]}" "--remote_header=authorization=Bearer $(<"${RIG_DIR}/auth/dev.token")" \
+  bazel_ test "${flags[@]}" "$(rig_auth_header dev)" \
     "${targets[@]}" >"$log" 2>&1 || rc=$?
   if grep -q "errors during bulk transfer" "$log"; then
     verdict="upload-failure ($(grep -o '[0-9]* errors during bulk transfer' "$log" | head -1))"

@@ -22,8 +22,8 @@
 #  13. no test process outlives `rig.sh down`.
 # Probes are //tools/remote:probe* (a torch_test target per variant, no torch) and two
 # //tools/selftest probes. The rig's GPU-pool worker has no GPUs: the probes' runner is told the
-# host has 8 (--test_env=TORCH_TEST_HOST_GPUS, test_utils/hardware.py) so it leases simulated
-# ones; the probes never touch CUDA.
+# host has as many as the widest variant needs (--test_env=TORCH_TEST_HOST_GPUS,
+# test_utils/hardware.py) so it leases simulated ones; the probes never touch CUDA.
 # Runs Bazel with its own output bases and no convenience symlinks, so the workspace's server
 # and bazel-* links are left alone.
 #
@@ -39,12 +39,15 @@ readonly endpoint="grpc://127.0.0.1:${RIG_PORT}"
 readonly clone="${scratch}/clone"
 readonly logs="${RIG_DIR}/logs"
 targets=(//tools/remote:all //tools/selftest:probe_plain //tools/selftest:probe_tqdm)
-simulated=(--test_env=TORCH_TEST_HOST_GPUS=8)
-remote=(--config=remote "--remote_executor=${endpoint}" "${simulated[@]}")
 # "SUFFIX POOL" of every GPU variant (tools/build_defs/variants.bzl).
 gpu_variants="$(python3 -c "from test_utils.hardware_table import table
 for spec in table()['VARIANTS'].values():
     if spec['gpus']: print(spec['suffix'], spec['pool'])")"
+# The widest variant's GPU count: the simulated GPUs of the GPU pools' worker (see above).
+most_gpus="$(python3 -c "from test_utils.hardware_table import table
+print(max(spec['gpus'] for spec in table()['VARIANTS'].values()))")"
+simulated=("--test_env=TORCH_TEST_HOST_GPUS=${most_gpus}")
+remote=(--config=remote "--remote_executor=${endpoint}" "${simulated[@]}")
 gpu_probes=($(awk '{print "//tools/remote:probe" $1}' <<<"$gpu_variants"))
 # Check 9's bound. BuildGrid 0.9.1 refuses database work for 30 s after its first connection error
 # (COOLDOWN_TIME_AFTER_POOL_DISPOSE_SECONDS, not configurable), so the finished test is reported
@@ -94,8 +97,7 @@ tools/remote/rig.sh up || { fail "rig did not come up"; finish; }
 
 # Credentials the rig generated (rig.sh up): developers read, CI writes the action cache.
 token() { cat "${RIG_DIR}/auth/$1.token" 2>/dev/null || true; }
-header() { [[ -n $(token "$1") ]] && echo "--remote_header=authorization=Bearer $(token "$1")" || echo "--remote_header=x-rig-auth=none"; }
-remote+=("$(header dev)")
+remote+=("$(rig_auth_header dev)")
 
 say "1. --config=remote: GPU variants go to the GPU pool's worker"
 out="$(bazel_in "$workspace" "${scratch}/ob1" test "${remote[@]}" "${targets[@]}")"
@@ -120,7 +122,7 @@ expect_line "$(cat "${testlogs}/tools/remote/probe_gpu/test.log")" "^cwd ${RIG_D
 executed_before=$(cat "${logs}"/worker-*.log | grep -c " executed {" || true)
 
 say "2. --config=remote_cpu_only: GPU variants SKIPPED"
-out="$(bazel_in "$workspace" "${scratch}/ob1" test --config=remote_cpu_only "$(header dev)" \
+out="$(bazel_in "$workspace" "${scratch}/ob1" test --config=remote_cpu_only "$(rig_auth_header dev)" \
   "--remote_executor=${endpoint}" "${simulated[@]}" //tools/remote:all)"
 for t in "${gpu_probes[@]}"; do
   expect_line "$out" "^$t +SKIPPED" "$t SKIPPED"
@@ -153,7 +155,7 @@ expect_line "$(executions gpu)" "^//tools/remote:probe_gpu Pool=${other_pool} te
 cp "${workspace}/tools/build_defs/variants.bzl" "${clone}/tools/build_defs/variants.bzl"
 
 say "5. --config=remote_cache: shared CPU results, read-only unless --config=ci"
-cache=(--config=remote_cache "--remote_cache=${endpoint}" "${simulated[@]}" "$(header dev)")
+cache=(--config=remote_cache "--remote_cache=${endpoint}" "${simulated[@]}" "$(rig_auth_header dev)")
 nonce=(--test_env=REMOTE_CHECK_NONCE="$$-${RANDOM}") # a key no run has seen
 # run_local FLAGS...: the cpu probe from a clean output tree, so only the remote cache can hit.
 run_local() {
@@ -165,16 +167,14 @@ expect_line "$out" "$(cached //tools/remote:probe)" "local run served by the rem
 run_local "${cache[@]}" "${nonce[@]}" >/dev/null
 out="$(run_local "${cache[@]}" "${nonce[@]}")"
 expect_line "$out" "$(fresh //tools/remote:probe)" "developer run: result was not uploaded"
-run_local "${cache[@]}" --config=ci "$(header ci)" "${nonce[@]}" >/dev/null
+run_local "${cache[@]}" --config=ci "$(rig_auth_header ci)" "${nonce[@]}" >/dev/null
 out="$(run_local "${cache[@]}" "${nonce[@]}")"
 expect_line "$out" "$(cached //tools/remote:probe)" "after a --config=ci run: served from the cache"
 
-# The fault targets, as package //rigtest of the clone; the sleeper_gpu goes to the first GPU pool.
+# The fault targets, as package //rigtest of the clone; sleeper_gpu goes to the gpu variant's pool.
 mkdir -p "${clone}/rigtest"
 cp tools/remote/rigtest/*.py "${clone}/rigtest/"
-read -r pool_key gpu_pool < <(python3 -m tools.remote.pools | awk '$1 != "cpu" {sub("=", " ", $2); print $2; exit}')
-sed -e "s/@POOL_KEY@/${pool_key}/" -e "s/@GPU_POOL@/${gpu_pool}/" tools/remote/rigtest/BUILD.rigtest \
-  >"${clone}/rigtest/BUILD.bazel"
+cp tools/remote/rigtest/BUILD.rigtest "${clone}/rigtest/BUILD.bazel"
 # in_clone ARGS...: bazel test in the clone against the rig, results never taken from the cache.
 in_clone() { bazel_in "$clone" "${scratch}/ob2" test "${remote[@]}" --nocache_test_results "$@"; }
 # in_clone_bg ARGS...: in_clone in the background, in its own session; stop_bg interrupts it.
@@ -259,7 +259,7 @@ say "9. a PostgreSQL restart mid-run costs seconds, and the test runs once"
 # come after the restart.
 nonce="pg-$$-${RANDOM}"
 # runs_of TARGET: how many times the workers ran TARGET's test (not its test.xml action).
-runs_of() { cat "${logs}"/worker-*.log | grep " executed {" | grep -F "\"target\": \"$1\"" | grep -c '"program": "test-setup.sh"' || true; }
+runs_of() { { executions cpu; executions gpu; } | grep -c "^$1 .* test-setup.sh$" || true; }
 
 runs_before=$(runs_of //rigtest:sleeper)
 start=$SECONDS

@@ -104,12 +104,10 @@ start_postgres() {
 
 make_credentials() {
   (cd "$root" && "${venv}/bin/python" -m tools.remote.rig_auth "${RIG_DIR}/auth" "$instance")
-  local token
-  token="$(<"${RIG_DIR}/auth/dev.token")"
   cat >"${RIG_DIR}/auth.bazelrc" <<EOF
 # Written by tools/remote/rig.sh up: the developer credential of the rig on port ${port}.
-build:remote --remote_header=authorization=Bearer ${token}
-build:remote_cache --remote_header=authorization=Bearer ${token}
+build:remote $(rig_auth_header dev)
+build:remote_cache $(rig_auth_header dev)
 EOF
 }
 

@@ -25,6 +25,10 @@ find_python() {
   rig_die "BuildGrid 0.9.1 needs Python >= 3.13; none found (tried: ${candidates[*]:-nothing}). Set RIG_PYTHON."
 }
 
+# rig_auth_header NAME: Bazel's flag sending the rig's NAME credential (dev, ci; rig.sh up
+# writes them under $RIG_DIR/auth).
+rig_auth_header() { echo "--remote_header=authorization=Bearer $(<"${RIG_DIR}/auth/$1.token")"; }
+
 # port_open PORT: is something listening on 127.0.0.1:PORT?
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 

@@ -133,7 +133,7 @@ class Execution:
 
             meta.output_upload_start_timestamp.CopyFrom(_now())
             result = re_pb2.ActionResult(exit_code=exit_code)
-            self._upload_outputs(cwd, command, result)
+            self._upload_outputs(cwd, command, outputs, result)
         result.stdout_digest.CopyFrom(self._uploader.upload_file(str(stdout)))
         result.stderr_digest.CopyFrom(self._uploader.upload_file(str(stderr)))
         self._uploader.flush()
@@ -171,11 +171,14 @@ class Execution:
         return len(files), self._cache.stage(self._downloader, files)
 
     def _upload_outputs(
-        self, cwd: pathlib.Path, command: re_pb2.Command, result: re_pb2.ActionResult
+        self,
+        cwd: pathlib.Path,
+        command: re_pb2.Command,
+        outputs: list[str],
+        result: re_pb2.ActionResult,
     ):
         declared_dirs = set(command.output_directories)
-        paths = list(command.output_paths) or [*command.output_files, *command.output_directories]
-        for name in paths:
+        for name in outputs:
             path = cwd / name
             if path.is_dir() and (name in declared_dirs or command.output_paths):
                 digest = self._uploader.upload_tree(str(path))

@@ -92,7 +92,7 @@ class Bot:
                 for execution, _ in self._running.values():
                     execution.cancel()
                 self._running.clear()
-                time.sleep(1)
+                time.sleep(RETRY_S)
 
     def _open_session(self) -> bots_pb2.BotSession:
         request = bots_pb2.CreateBotSessionRequest(
