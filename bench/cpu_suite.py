@@ -27,10 +27,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools.results import bep, junit, runner_log  # noqa: E402
+from tools.runner.pytest_runner import SHARED_CACHE  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 BAZEL = str(ROOT / "tools" / "bazel")
-KERNEL_CACHE = pathlib.Path(f"/tmp/torch_tests_kernel_cache_{os.getuid()}")
+KERNEL_CACHE = pathlib.Path(SHARED_CACHE)
 CPU_SOURCES = [
     "dynamo_tests/test_aot_autograd.py",
     "dynamo_tests/test_recompile_ux.py",

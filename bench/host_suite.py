@@ -17,7 +17,8 @@ RESULTS_DIR/host_suite.md (default bench/results):
            copied to RESULTS_DIR/test_times.bzl: this host's record, to commit if it should
            decide shard packing and GPU sharing from now on.
   pytest   the same targets' tests through plain pytest, one (file, variant) after another, in
-           the same interpreter, only the targets Bazel ran (not those it SKIPPED)
+           the same interpreter, only the targets Bazel ran (not those it SKIPPED), with the
+           bytecode cache Bazel's tests get (tools/runner/bytecode.py)
   bound    max(longest test case + one interpreter start,
                GPU test-case seconds / GPUs (the GPU work one after another),
                all test-case seconds / cores), test-case seconds from the uncontended pytest run
@@ -43,10 +44,11 @@ from test_utils.hardware import host_gpu_count  # noqa: E402
 from test_utils.hardware_table import table  # noqa: E402
 from tools import update_test_times  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
+from tools.runner import bytecode, pytest_runner  # noqa: E402
 
 RESULTS = pathlib.Path(os.environ.get("RESULTS_DIR", ROOT / "bench" / "results"))
 BAZEL = str(ROOT / "tools" / "bazel")
-KERNEL_CACHE = pathlib.Path(f"/tmp/torch_tests_kernel_cache_{os.getuid()}")
+KERNEL_CACHE = pathlib.Path(pytest_runner.SHARED_CACHE)
 TARGETS = os.environ.get("HOST_SUITE_TARGETS", "//dynamo_tests/... //distributed_tests/...").split()
 STARTUP = os.environ.get("BAZEL_STARTUP", "").split()
 # Target suffix -> variant, from the variant table; longest first ("_multi_gpu" before "_gpu").
@@ -145,6 +147,12 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
         TORCHINDUCTOR_CACHE_DIR=str(KERNEL_CACHE / "pytest-inductor"),
         TRITON_CACHE_DIR=str(KERNEL_CACHE / "pytest-triton"),
     )
+    # The same bytecode as Bazel's tests get (the runner's decision, cold like the kernel
+    # cache), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling, and
+    # the bound is not inflated by sources compiled again in every process.
+    for knob in bytecode.USER_KNOBS:
+        env.pop(knob, None)
+    bytecode.configure(env, str(KERNEL_CACHE / "pytest-bytecode"))
     declared: dict[str, list[str]] = {}
     for label in every:
         source, variant = variant_of(label)
@@ -244,6 +252,14 @@ def main() -> int:
         f"<= 0.35 x pytest ({bazel_wall / pytest_wall:.2f})",
         f"- bazel exit {run.returncode}; results: "
         + ", ".join(f"{k} {v}" for k, v in sorted(results.items())),
+        "",
+        "| target | shard | s |",
+        "| --- | ---: | ---: |",
+        *[
+            f"| `{label}` | {a.shard} of {target.shard_count} | {a.duration_s:.1f} |"
+            for label, target in sorted(targets.items())
+            for a in target.final_attempts()
+        ],
         "",
         "| pytest file | variant | wall s | result |",
         "| --- | --- | ---: | --- |",

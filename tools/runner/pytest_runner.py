@@ -8,7 +8,8 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   TEST_SHARD_STATUS_FILE       touched to say sharding is supported
   TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
   TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp,
-                               tools/runner/private_tmp.py)
+                               tools/runner/private_tmp.py); kernel caches and, where torch
+                               ships no bytecode, a bytecode cache are per user in /tmp
   TEST_UNDECLARED_OUTPUTS_DIR  rank logs of multi-process tests (test_utils.distributed)
   TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
   TEST_TIMEOUT                 exported as TORCH_TEST_DEADLINE for harness timeouts
@@ -38,10 +39,12 @@ import sys
 import time
 
 from test_utils import hardware
-from tools.runner import completion, gpu_lease, gpu_share, private_tmp, threads
+from tools.runner import bytecode, completion, gpu_lease, gpu_share, private_tmp, threads
 
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
 SESSION_FLAG = "--session"
+SHARED_CACHE = f"/tmp/torch_tests_kernel_cache_{os.getuid()}"
+BYTECODE_CACHE = f"{SHARED_CACHE}/bytecode"
 
 
 def _configure_dirs(env, short: str) -> list[str]:
@@ -54,10 +57,11 @@ def _configure_dirs(env, short: str) -> list[str]:
         # and gloo create under TMPDIR.
         env["TMPDIR"] = short
     # Compiled kernels are shared by all tests of this user (not per sandbox): inductor and
-    # triton key their caches by source, torch version and device, and write atomically.
-    shared = f"/tmp/torch_tests_kernel_cache_{os.getuid()}"
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", f"{shared}/inductor")
-    env.setdefault("TRITON_CACHE_DIR", f"{shared}/triton")
+    # triton key their caches by source, torch version and device, and write atomically. So is
+    # bytecode where the interpreter's torch ships none (tools/runner/bytecode.py).
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", f"{SHARED_CACHE}/inductor")
+    env.setdefault("TRITON_CACHE_DIR", f"{SHARED_CACHE}/triton")
+    bytecode.configure(env, BYTECODE_CACHE)
     return args
 
 
@@ -200,6 +204,8 @@ def run(argv: list[str], env=os.environ) -> int:
         except gpu_lease.LeaseError as error:
             print(f"GPU lease failed: {error}", file=sys.stderr)
             return 1
+        finally:
+            bytecode.forget_runfiles(env, BYTECODE_CACHE)
     _report_resources(time.time() - started)
     if premature:
         pathlib.Path(premature).unlink(missing_ok=True)

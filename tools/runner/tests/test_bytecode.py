@@ -1,0 +1,98 @@
+"""Self-tests of the shared bytecode cache (tools/runner/bytecode.py), through the runner."""
+
+import os
+import pathlib
+import py_compile
+import shutil
+import sys
+
+import pytest
+
+from tools.runner import bytecode
+from tools.runner.pytest_runner import BYTECODE_CACHE
+from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
+
+# The test process reports, in the file REPORT names, the bytecode prefix Python uses and
+# whether it may write bytecode (pytest captures a passing test's output).
+REPORTS_PREFIX = """
+import os
+import sys
+
+def test_report():
+    with open(os.environ["REPORT"], "w") as report:
+        report.write(f"PREFIX={sys.pycache_prefix} DONT_WRITE={sys.flags.dont_write_bytecode}")
+"""
+
+
+def _fake_torch(tmp_path, compiled: bool):
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    source = site / "torch" / "__init__.py"
+    source.write_text("")
+    if compiled:
+        py_compile.compile(str(source), doraise=True)
+    return site
+
+
+def _run_with(tmp_path, site, **extra):
+    report = tmp_path / "report.txt"
+    env = bazel_env(tmp_path, REPORT=report, **extra)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
+    result = run_runner(write_tests(tmp_path, REPORTS_PREFIX), env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return report.read_text()
+
+
+def test_torch_without_bytecode_gets_the_shared_cache(tmp_path):
+    out = _run_with(tmp_path, _fake_torch(tmp_path, compiled=False))
+    assert out == f"PREFIX={BYTECODE_CACHE} DONT_WRITE=0"
+
+
+def test_torch_with_bytecode_keeps_its_own(tmp_path):
+    out = _run_with(tmp_path, _fake_torch(tmp_path, compiled=True))
+    assert out == "PREFIX=None DONT_WRITE=1"
+
+
+@pytest.mark.parametrize(
+    "knob, shown",
+    [
+        ("PYTHONPYCACHEPREFIX", "PREFIX={value} DONT_WRITE=0"),
+        ("PYTHONDONTWRITEBYTECODE", "PREFIX=None DONT_WRITE=1"),
+    ],
+)
+def test_users_setting_wins(tmp_path, knob, shown):
+    value = str(tmp_path / "mine") if knob == "PYTHONPYCACHEPREFIX" else "1"
+    out = _run_with(tmp_path, _fake_torch(tmp_path, compiled=False), **{knob: value})
+    assert out == shown.format(value=value)
+
+
+def test_no_torch_no_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(bytecode.importlib.util, "find_spec", lambda name: None)
+    env = {}
+    assert not bytecode.configure(env, str(tmp_path))
+    assert env == {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _cached(source: pathlib.Path) -> pathlib.Path:
+    return pathlib.Path(BYTECODE_CACHE + str(source.parent)) / (
+        f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+    )
+
+
+def test_runfiles_entries_are_forgotten(tmp_path, tmp_path_factory):
+    # The test's own sources (under TEST_SRCDIR) leave no entry; the packages' entries stay.
+    site = _fake_torch(tmp_path_factory.mktemp("site"), compiled=False)
+    (site / "package.py").write_text("")
+    runfiles = tmp_path / "runfiles"
+    runfiles.mkdir()
+    (runfiles / "helper.py").write_text("")
+    test_file = write_tests(runfiles, "import helper\nimport package\n" + REPORTS_PREFIX)
+    env = bazel_env(tmp_path, REPORT=tmp_path / "report.txt", TEST_SRCDIR=runfiles)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(runfiles), env["PYTHONPATH"]])
+    try:
+        result = run_runner(test_file, env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert _cached(site / "package.py").is_file()
+        assert not pathlib.Path(BYTECODE_CACHE + str(runfiles)).exists()
+    finally:
+        shutil.rmtree(BYTECODE_CACHE + str(site), ignore_errors=True)
