@@ -1,31 +1,36 @@
-"""Whether a GPU test shares its GPUs with another test or takes them whole, from measured facts.
+"""How much of its GPUs a GPU test leases, from measured facts: whole GPUs or a memory share.
 
-Tests bound by compiling on the CPU leave the GPU mostly idle, so two of them on one GPU finish
-sooner (issue 16: 80 s -> 64 s on a 1-GPU host). Sharing must never turn an OOM into a flake,
-so a test shares only when its recorded peak GPU memory, with a margin for what the caching
-allocator does not count (CUDA context, library workspaces), fits in its share of the
-smallest visible GPU's memory; its memory is then capped at that share
-(test_utils.hardware.cap_gpu_memory). Otherwise it takes every slot of its GPUs:
+Tests bound by compiling on the CPU leave the GPU mostly idle, so several of them on one GPU
+finish sooner (issue 16: 80 s -> 64 s on a 1-GPU host with two per GPU). Sharing must never
+turn an OOM into a flake, so each GPU is cut into SLOTS slots of equal memory (of the smallest
+visible GPU) and a test takes as many as its recorded peak GPU memory needs, with a margin for
+what the caching allocator does not count (CUDA context, library workspaces); its memory is
+then capped at those slots (test_utils.hardware.cap_gpu_memory). A small test thus runs beside
+two large ones instead of waiting for half a GPU (H100, 2026-11-25: test_recompile_ux_gpu,
+~1 GiB, held one of two halves for 17 s while a 13.6 GiB shard waited). Otherwise it takes
+every slot of its GPUs:
 
   the target says it needs a whole GPU     TORCH_TEST_WHOLE_GPU=1 (torch_test whole_gpu = True)
   no peak recorded for the target          TORCH_TEST_GPU_PEAK_MIB unset (rank-process tests:
                                            ranks' memory is not recorded, so never shared)
-  the peak does not fit in a share         peak * MARGIN + CONTEXT_MIB > GPU memory / slots
+  the peak needs every slot                peak * MARGIN + CONTEXT_MIB > GPU memory - one slot
 
 Peaks are recorded like durations: the runner prints `torch_test gpu memory: peak_mib=N`,
 tools/update_test_times.py writes GPU_PEAK_MIB in tools/test_times.bzl, and
 tools/build_defs/recorded.bzl hands each GPU target its own.
 TORCH_TEST_SLOTS_PER_GPU=N (e.g. --test_env) overrides: every test not declared whole then
-takes one of N slots, as before this policy.
+takes one of N slots, whatever its memory.
 """
 
 import dataclasses
+import math
 import sys
 from collections.abc import Callable
 
 from test_utils import hardware
 
-DEFAULT_SLOTS = 2
+# Slots per GPU: at most this many tests share one GPU (an H100's slot is ~10 GiB).
+DEFAULT_SLOTS = 8
 MARGIN = 1.25
 CONTEXT_MIB = 1024
 PEAK_LINE = "torch_test gpu memory: peak_mib="
@@ -66,10 +71,13 @@ def decide(env, memory_mib: Callable[[], int | None] = gpu_memory_mib) -> Decisi
     if not memory:
         return Decision(slots, slots, "GPU memory unknown")
     need = int(peak) * MARGIN + CONTEXT_MIB
-    share = memory / slots
-    if need > share:
-        return Decision(slots, slots, f"needs ~{need:.0f} MiB, a share is {share:.0f} MiB")
-    return Decision(slots, 1, f"needs ~{need:.0f} MiB of a {share:.0f} MiB share")
+    slot = memory / slots
+    each = math.ceil(need / slot)
+    if each >= slots:
+        return Decision(slots, slots, f"needs ~{need:.0f} MiB, every slot of {memory} MiB")
+    return Decision(
+        slots, each, f"needs ~{need:.0f} MiB: {each} of {slots} slots of {slot:.0f} MiB"
+    )
 
 
 def report_peak(log=sys.stderr) -> None:

@@ -7,16 +7,29 @@ from tools.runner import gpu_share
 H100_MIB = 81559
 
 
-def test_a_recorded_peak_that_fits_in_a_share_shares():
-    decision = gpu_share.decide({"TORCH_TEST_GPU_PEAK_MIB": "4000"}, lambda: H100_MIB)
-    assert (decision.slots_per_gpu, decision.slots_each, decision.shared) == (2, 1, True)
+@pytest.mark.parametrize(
+    "peak, each",
+    [
+        ("100", 1),  # ~1.1 GiB with the margin: one slot, beside anything
+        ("4000", 1),
+        ("10080", 2),  # test_dynamo_distributed_gpu's H100 record: ~13.6 GiB
+        ("40000", 6),
+    ],
+)
+def test_a_recorded_peak_takes_the_slots_its_memory_needs(peak, each):
+    decision = gpu_share.decide({"TORCH_TEST_GPU_PEAK_MIB": peak}, lambda: H100_MIB)
+    assert (decision.slots_per_gpu, decision.slots_each) == (gpu_share.DEFAULT_SLOTS, each)
+    assert decision.shared
+    # The memory cap the lease exports (its slots / the slots) covers the need.
+    share_mib = H100_MIB * decision.slots_each / decision.slots_per_gpu
+    assert share_mib >= int(peak) * gpu_share.MARGIN + gpu_share.CONTEXT_MIB
 
 
 @pytest.mark.parametrize(
     "env, memory, reason",
     [
         ({}, H100_MIB, "no peak"),
-        ({"TORCH_TEST_GPU_PEAK_MIB": "40000"}, H100_MIB, "a share is"),
+        ({"TORCH_TEST_GPU_PEAK_MIB": "60000"}, H100_MIB, "every slot"),
         ({"TORCH_TEST_GPU_PEAK_MIB": "100", "TORCH_TEST_WHOLE_GPU": "1"}, H100_MIB, "whole"),
         ({"TORCH_TEST_GPU_PEAK_MIB": "100"}, None, "unknown"),
     ],
