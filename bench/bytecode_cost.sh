@@ -38,7 +38,8 @@ one_run() {
 }
 
 "$python" -c 'import torch; print("torch", torch.__version__)' | tee -a "$RESULTS_FILE"
-one_run warm-kernels PYTHONPYCACHEPREFIX="${scratch}/warmup" >/dev/null
+# Warms the kernel cache (and the ISA checks' builds) so that no row pays a C++ compile.
+"$python" -c "$probe" >/dev/null 2>&1
 table_row condition import_torch_s vec_isa_check_s first_compile_s
 for _ in $(seq "$runs"); do one_run none PYTHONDONTWRITEBYTECODE=1; done
 one_run cold-cache PYTHONPYCACHEPREFIX="${scratch}/bytecode"

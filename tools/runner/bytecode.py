@@ -3,12 +3,12 @@
 The GPU machines' image (torch 2.11.0+cu130) installs torch without .pyc files and sets
 PYTHONDONTWRITEBYTECODE=1; inside Bazel's sandbox its site-packages is read-only anyway. So
 every test process, rank and helper compiled torch's sources again. Measured on nvidia-h100-x1
-with a warm kernel cache: `import torch` 3.7-5.0 s instead of 1.6-1.8 s with bytecode, and a
-process's first inductor compile 44-68 s instead of 22-24 s (torch 2.11 checks each CPU vector
-ISA in a child process that imports torch). Such processes get a bytecode cache shared by the
-host's tests (PYTHONPYCACHEPREFIX): Python checks each entry against its source's mtime and
-size, as it does __pycache__, and writes it atomically, so concurrent tests are safe. Entries
-of a test's own runfiles (sandbox paths no later test has) are removed when it ends
+(bench/bytecode_cost.sh, 2026-11-25): a process's first inductor compile spends 55.7 s in
+inductor's CPU vector-ISA check (child processes that import torch) without bytecode, 28.4 s
+with a cold shared cache; `import torch` 4.9 s without. Such processes get a bytecode cache
+shared by the host's tests (PYTHONPYCACHEPREFIX): Python checks each entry against its source's
+mtime and size, as it does __pycache__, and writes it atomically, so concurrent tests are safe.
+Entries of a test's own runfiles (sandbox paths no later test has) are removed when it ends
 (`forget_runfiles`), so the cache holds only the interpreter's packages.
 
 Everywhere else test processes write no bytecode (PYTHONDONTWRITEBYTECODE=1): an interpreter

@@ -13,8 +13,8 @@ expect_line() {
   if grep -Eq -- "$2" <<<"$1"; then
     pass "$3"
   else
-    fail "$3 (no line matching /$2/); the output's summary lines:"
-    grep -E '^//|ERROR' <<<"$1" | head -20 >&2 || true
+    fail "$3 (no line matching /$2/); the output's summary lines (else its last lines):"
+    grep -E '^//|ERROR' <<<"$1" | head -20 >&2 || tail -n 15 <<<"$1" >&2
   fi
 }
 
