@@ -150,8 +150,7 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
     # The same bytecode as Bazel's tests get (the runner's decision, cold like the kernel
     # cache), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling, and
     # the bound is not inflated by sources compiled again in every process.
-    for knob in bytecode.USER_KNOBS:
-        env.pop(knob, None)
+    env.pop("PYTHONPYCACHEPREFIX", None)
     bytecode.configure(env, str(KERNEL_CACHE / "pytest-bytecode"))
     declared: dict[str, list[str]] = {}
     for label in every:

@@ -31,10 +31,11 @@ load(":variants.bzl", "FEATURES", "VARIANTS", "gpu_constraint", "tag_filter")
 
 _PLATFORMS = "//tools/platforms:"
 
-# Every test process: no network access to model hubs. (Bytecode is the runner's decision:
-# tools/runner/bytecode.py.)
+# Every test process: no network access to model hubs; no bytecode written, unless the runner
+# gives its tests a shared bytecode cache (tools/runner/bytecode.py).
 COMMON_ENV = {
     "HF_HUB_OFFLINE": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
     "TRANSFORMERS_OFFLINE": "1",
 }
 

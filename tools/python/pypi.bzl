@@ -106,7 +106,10 @@ def _pypi_repository_impl(ctx):
             "--interpreter={}".format(python),
             "--out=.",
         ] + extra,
-        env = {"PYTHONHASHSEED": "0"},
+        # No .pyc from its `import torch` into a host interpreter's site-packages: the host's
+        # files are the tests' environment, and the runner decides about bytecode
+        # (tools/runner/bytecode.py) by whether torch ships any.
+        env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"},
     )
 
 pypi_repository = repository_rule(

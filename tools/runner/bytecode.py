@@ -11,17 +11,17 @@ mtime and size, as it does __pycache__, and writes it atomically, so concurrent 
 Entries of a test's own runfiles (sandbox paths no later test has) are removed when it ends
 (`forget_runfiles`), so the cache holds only the interpreter's packages.
 
-Everywhere else test processes write no bytecode (PYTHONDONTWRITEBYTECODE=1): an interpreter
-whose torch has bytecode (the pinned @pypi compiles it at fetch; a prefix would make Python
-ignore it) and a test that does not import torch, whose own few sources are not worth caching.
-A user's PYTHONPYCACHEPREFIX or PYTHONDONTWRITEBYTECODE (--test_env) is left as it is.
+Everywhere else test processes write no bytecode (PYTHONDONTWRITEBYTECODE=1, which torch_test
+sets for every process, the runner's own included, so that none writes into a host
+interpreter's site-packages): an interpreter whose torch has bytecode (the pinned @pypi
+compiles it at fetch; a prefix would make Python ignore it) and a test that does not import
+torch, whose own few sources are not worth caching. A user's PYTHONPYCACHEPREFIX
+(--test_env) is left as it is.
 """
 
 import importlib.util
 import os
 import shutil
-
-USER_KNOBS = ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")
 
 
 def torch_lacks_bytecode() -> bool:
@@ -33,14 +33,15 @@ def torch_lacks_bytecode() -> bool:
 
 
 def configure(env, cache_dir: str) -> bool:
-    """Sets the test processes' bytecode knobs in env; True if they share cache_dir."""
-    if any(knob in env for knob in USER_KNOBS):
+    """Sets the test processes' bytecode variables in env; True if they share cache_dir."""
+    if "PYTHONPYCACHEPREFIX" in env:
         return False
-    if torch_lacks_bytecode():
-        env["PYTHONPYCACHEPREFIX"] = cache_dir
-        return True
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return False
+    if not torch_lacks_bytecode():
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        return False
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = cache_dir
+    return True
 
 
 def forget_runfiles(env, cache_dir: str) -> None:

@@ -6,8 +6,6 @@ import py_compile
 import shutil
 import sys
 
-import pytest
-
 from tools.runner import bytecode
 from tools.runner.pytest_runner import BYTECODE_CACHE
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
@@ -53,17 +51,18 @@ def test_torch_with_bytecode_keeps_its_own(tmp_path):
     assert out == "PREFIX=None DONT_WRITE=1"
 
 
-@pytest.mark.parametrize(
-    "knob, shown",
-    [
-        ("PYTHONPYCACHEPREFIX", "PREFIX={value} DONT_WRITE=0"),
-        ("PYTHONDONTWRITEBYTECODE", "PREFIX=None DONT_WRITE=1"),
-    ],
-)
-def test_users_setting_wins(tmp_path, knob, shown):
-    value = str(tmp_path / "mine") if knob == "PYTHONPYCACHEPREFIX" else "1"
-    out = _run_with(tmp_path, _fake_torch(tmp_path, compiled=False), **{knob: value})
-    assert out == shown.format(value=value)
+def test_torch_tests_own_setting_does_not_stop_the_shared_cache(tmp_path):
+    # torch_test sets PYTHONDONTWRITEBYTECODE=1 for every process; the runner lifts it for its
+    # tests when they get the shared cache.
+    site = _fake_torch(tmp_path, compiled=False)
+    out = _run_with(tmp_path, site, PYTHONDONTWRITEBYTECODE="1")
+    assert out == f"PREFIX={BYTECODE_CACHE} DONT_WRITE=0"
+
+
+def test_users_prefix_wins(tmp_path):
+    mine = str(tmp_path / "mine")
+    out = _run_with(tmp_path, _fake_torch(tmp_path, compiled=False), PYTHONPYCACHEPREFIX=mine)
+    assert out == f"PREFIX={mine} DONT_WRITE=0"
 
 
 def test_no_torch_no_cache(tmp_path, monkeypatch):
