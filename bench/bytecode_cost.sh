@@ -17,6 +17,9 @@ RESULTS_FILE="${RESULTS_DIR}/bytecode_cost.tsv"
 scratch="$(mktemp -d /tmp/bytecode_cost.XXXXXX)"
 trap 'rm -rf "$scratch"' EXIT
 export TORCHINDUCTOR_CACHE_DIR="${scratch}/inductor" TRITON_CACHE_DIR="${scratch}/triton"
+# Outside the rows nothing writes bytecode next to torch's sources: that would give the "none"
+# rows the bytecode they are meant to lack.
+export PYTHONDONTWRITEBYTECODE=1
 
 probe='
 import time
@@ -29,7 +32,7 @@ checked = time.monotonic()
 torch.compile(lambda x: (x * 2).sin() + 1)(torch.randn(64))
 print(f"{imported - start:.2f} {checked - imported:.2f} {time.monotonic() - checked:.2f}")
 '
-# one_run CONDITION ENV...: one fresh process under ENV, its two walls as a row.
+# one_run CONDITION ENV...: one fresh process under ENV, its three walls as a row.
 one_run() {
   local condition="$1"
   shift
