@@ -8,8 +8,9 @@ inductor's CPU vector-ISA check (child processes that import torch) without byte
 with a cold shared cache; `import torch` 4.9 s without. Such processes get a bytecode cache
 shared by the host's tests (PYTHONPYCACHEPREFIX): Python checks each entry against its source's
 mtime and size, as it does __pycache__, and writes it atomically, so concurrent tests are safe.
-Entries of a test's own runfiles (sandbox paths no later test has) are removed when it ends
-(`forget_runfiles`), so the cache holds only the interpreter's packages.
+Entries under a test's own folders, its runfiles and TEST_TMPDIR (sandbox paths no later test
+has), are removed when it ends (`forget_test_dirs`), so the cache holds only the interpreter's
+packages.
 
 Everywhere else test processes write no bytecode (PYTHONDONTWRITEBYTECODE=1, which torch_test
 sets for every process, the runner's own included, so that none writes into a host
@@ -44,12 +45,12 @@ def configure(env, cache_dir: str) -> bool:
     return True
 
 
-def forget_runfiles(env, cache_dir: str) -> None:
-    """Removes cache_dir's entries for this test's runfiles and the empty folders above them."""
-    srcdir = env.get("TEST_SRCDIR")
-    if env.get("PYTHONPYCACHEPREFIX") != cache_dir or not srcdir:
+def forget_test_dirs(env, cache_dir: str) -> None:
+    """Removes cache_dir's entries under TEST_SRCDIR and TEST_TMPDIR, and empty folders above."""
+    if env.get("PYTHONPYCACHEPREFIX") != cache_dir:
         return
-    for path in {os.path.abspath(srcdir), os.path.realpath(srcdir)}:
+    dirs = [env[name] for name in ("TEST_SRCDIR", "TEST_TMPDIR") if env.get(name)]
+    for path in {f(d) for d in dirs for f in (os.path.abspath, os.path.realpath)}:
         mirror = cache_dir + path  # how Python maps a source path under the prefix
         shutil.rmtree(mirror, ignore_errors=True)
         try:

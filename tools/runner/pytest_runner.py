@@ -205,7 +205,7 @@ def run(argv: list[str], env=os.environ) -> int:
             print(f"GPU lease failed: {error}", file=sys.stderr)
             return 1
         finally:
-            bytecode.forget_runfiles(env, BYTECODE_CACHE)
+            bytecode.forget_test_dirs(env, BYTECODE_CACHE)
     _report_resources(time.time() - started)
     if premature:
         pathlib.Path(premature).unlink(missing_ok=True)

@@ -42,6 +42,7 @@ def bazel_env(tmp_path, **extra) -> dict:
     }
     (tmp_path / "bazel_tmp").mkdir(exist_ok=True)
     env.update(
+        TEST_SRCDIR=str(tmp_path),  # where write_tests puts the test files
         TEST_TMPDIR=str(tmp_path / "bazel_tmp"),
         XML_OUTPUT_FILE=str(tmp_path / "test.xml"),
         TEST_TARGET="//fake:target",

@@ -6,6 +6,8 @@ import py_compile
 import shutil
 import sys
 
+import pytest
+
 from tools.runner import bytecode
 from tools.runner.pytest_runner import BYTECODE_CACHE
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
@@ -20,6 +22,15 @@ def test_report():
     with open(os.environ["REPORT"], "w") as report:
         report.write(f"PREFIX={sys.pycache_prefix} DONT_WRITE={sys.flags.dont_write_bytecode}")
 """
+
+
+@pytest.fixture(autouse=True)
+def _forget_this_tests_dirs():
+    # The runners started here write, into the host's shared cache, entries for this test's
+    # runfiles (the runner's modules) and its TEST_TMPDIR (tmp_path); Bazel's runner for this
+    # test forgets nothing (the pinned torch ships bytecode), so the test removes them itself.
+    yield
+    bytecode.forget_test_dirs({**os.environ, "PYTHONPYCACHEPREFIX": BYTECODE_CACHE}, BYTECODE_CACHE)
 
 
 def _fake_torch(tmp_path, compiled: bool):
@@ -78,20 +89,26 @@ def _cached(source: pathlib.Path) -> pathlib.Path:
     )
 
 
-def test_runfiles_entries_are_forgotten(tmp_path, tmp_path_factory):
-    # The test's own sources (under TEST_SRCDIR) leave no entry; the packages' entries stay.
+def test_test_dirs_entries_are_forgotten(tmp_path, tmp_path_factory):
+    # The test's own sources (under TEST_SRCDIR and TEST_TMPDIR) leave no entry; the packages'
+    # entries stay.
     site = _fake_torch(tmp_path_factory.mktemp("site"), compiled=False)
     (site / "package.py").write_text("")
     runfiles = tmp_path / "runfiles"
     runfiles.mkdir()
     (runfiles / "helper.py").write_text("")
-    test_file = write_tests(runfiles, "import helper\nimport package\n" + REPORTS_PREFIX)
+    body = "import helper\nimport made_in_tmpdir\nimport package\n" + REPORTS_PREFIX
+    test_file = write_tests(runfiles, body)
     env = bazel_env(tmp_path, REPORT=tmp_path / "report.txt", TEST_SRCDIR=runfiles)
-    env["PYTHONPATH"] = os.pathsep.join([str(site), str(runfiles), env["PYTHONPATH"]])
+    (pathlib.Path(env["TEST_TMPDIR"]) / "made_in_tmpdir.py").write_text("")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(site), str(runfiles), env["TEST_TMPDIR"], env["PYTHONPATH"]]
+    )
     try:
         result = run_runner(test_file, env)
         assert result.returncode == 0, result.stdout + result.stderr
         assert _cached(site / "package.py").is_file()
         assert not pathlib.Path(BYTECODE_CACHE + str(runfiles)).exists()
+        assert not pathlib.Path(BYTECODE_CACHE + env["TEST_TMPDIR"]).exists()
     finally:
         shutil.rmtree(BYTECODE_CACHE + str(site), ignore_errors=True)
