@@ -20,8 +20,12 @@ RESULTS_DIR/host_suite.md (default bench/results):
            the same interpreter, only the targets Bazel ran (not those it SKIPPED), with the
            bytecode cache Bazel's tests get (tools/runner/bytecode.py)
   bound    max(longest test case + one interpreter start,
-               GPU test-case seconds / GPUs (the GPU work one after another),
-               all test-case seconds / cores), test-case seconds from the uncontended pytest run
+               GPU capacity the tests occupy / GPUs,
+               all test-case seconds / cores), test-case seconds from the uncontended pytest run.
+           A test occupies its variant's GPUs for its seconds, each GPU wholly or by the share
+           the default policy leased it in the Bazel run (`torch_test lease:` lines, e.g. 2 of
+           8 slots): only tests that cannot share count one after another, as the policy
+           runs them.
 
 Goals (issue 16): bazel <= 1.1 x bound and <= 0.35 x pytest on a 16-core 1-GPU host.
 
@@ -32,6 +36,7 @@ BAZEL_STARTUP (e.g. --output_base=/tmp/ob, to keep a pinned output base apart).
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -51,6 +56,7 @@ BAZEL = str(ROOT / "tools" / "bazel")
 KERNEL_CACHE = pathlib.Path(pytest_runner.SHARED_CACHE)
 TARGETS = os.environ.get("HOST_SUITE_TARGETS", "//dynamo_tests/... //distributed_tests/...").split()
 STARTUP = os.environ.get("BAZEL_STARTUP", "").split()
+VARIANT_GPUS = {name: spec["gpus"] for name, spec in table()["VARIANTS"].items()}
 # Target suffix -> variant, from the variant table; longest first ("_multi_gpu" before "_gpu").
 SUFFIXES = dict(
     sorted(
@@ -128,13 +134,9 @@ def record_peaks_if_missing() -> str:
     return f"recorded in {wall:.0f} s: {json.dumps(got)} (commit tools/test_times.bzl)"
 
 
-def plain_pytest(ran: list[str], every: list[str], python: str):
-    """Plain pytest, one (file, variant) of `ran` after another; per-case seconds from JUnit.
-
-    Each source's declared variants are those of all its targets (`every`, SKIPPED ones too),
-    as the torch_test macro declares them.
-    """
-    cold_kernel_cache()
+def plain_pytest_env(caches: pathlib.Path) -> dict:
+    """The environment plain pytest runs in beside Bazel's tests: the same offline settings,
+    plugins and bytecode decision, kernel caches under `caches`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TEST_")}
     env.update(
         PYTHONPATH=str(ROOT),
@@ -144,19 +146,30 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
         NCCL_NVLS_ENABLE="0",
         TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
         NVSHMEM_DISABLE_NVLS="1",
-        TORCHINDUCTOR_CACHE_DIR=str(KERNEL_CACHE / "pytest-inductor"),
-        TRITON_CACHE_DIR=str(KERNEL_CACHE / "pytest-triton"),
+        TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
+        TRITON_CACHE_DIR=str(caches / "triton"),
     )
     # The same bytecode as Bazel's tests get (the runner's decision, cold like the kernel
     # cache), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling, and
     # the bound is not inflated by sources compiled again in every process.
     env.pop("PYTHONPYCACHEPREFIX", None)
-    bytecode.configure(env, str(KERNEL_CACHE / "pytest-bytecode"))
+    bytecode.configure(env, str(caches / "bytecode"))
+    return env
+
+
+def plain_pytest(ran: list[str], every: list[str], python: str):
+    """Plain pytest, one (file, variant) of `ran` after another; per-case seconds from JUnit.
+
+    Each source's declared variants are those of all its targets (`every`, SKIPPED ones too),
+    as the torch_test macro declares them.
+    """
+    cold_kernel_cache()
+    env = plain_pytest_env(KERNEL_CACHE / "pytest")
     declared: dict[str, list[str]] = {}
     for label in every:
         source, variant = variant_of(label)
         declared.setdefault(source, []).append(variant)
-    rows, cases = [], []
+    rows, cases = [], []  # cases: (label, variant, seconds)
     scratch = RESULTS / "host_suite_junit"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
@@ -169,10 +182,10 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
         cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", source]
         proc, wall = timed([*cmd, f"--junitxml={xml}", "-p", "no:cacheprovider"], env=env)
         summary = (proc.stdout.strip().splitlines() or ["?"])[-1]
-        rows.append((source, variant, wall, summary))
+        rows.append((label, variant, wall, summary))
         log(f"pytest {source} [{variant}]: {wall:.1f} s, {summary}")
         if xml.exists():
-            cases += [(variant, case.time_s) for case in junit.cases(xml)]
+            cases += [(label, variant, case.time_s) for case in junit.cases(xml)]
     return rows, cases
 
 
@@ -192,6 +205,41 @@ def runner_lines(targets: dict[str, bep.Target], *patterns: str) -> list[str]:
                     if pattern in line:
                         found[pattern].append(f"{label}: {line}")
     return [line for pattern in patterns for line in found[pattern]]
+
+
+_SLOTS = re.compile(r"\((?:shared|whole): .*?(\d+) of (\d+) slots")
+_EXPLICIT = re.compile(r"TORCH_TEST_SLOTS_PER_GPU=(\d+)")
+
+
+def gpu_share_of(lease_line: str) -> float:
+    """The part of each leased GPU a `torch_test lease:` line says the test held (1: whole)."""
+    if "(whole:" in lease_line:
+        return 1.0
+    slots = _SLOTS.search(lease_line)
+    if slots:
+        return int(slots.group(1)) / int(slots.group(2))
+    explicit = _EXPLICIT.search(lease_line)
+    if explicit:
+        return 1 / int(explicit.group(1))
+    raise ValueError(f"cannot tell the GPU share of: {lease_line!r}")
+
+
+def gpu_occupancy(lease_lines: list[str], cases, rows, start: float) -> float:
+    """GPU-seconds the pytest cases occupy under the leases Bazel's run took, all GPUs summed.
+
+    A target's share is the largest any of its shards held (a lower share would only lower
+    the bound's GPU term further; the largest keeps it a bound of what the policy did).
+    """
+    share: dict[str, float] = {}
+    for line in lease_lines:
+        label = line.split(": torch_test lease:")[0]
+        share[label] = max(share.get(label, 0.0), gpu_share_of(line))
+    # Each GPU target's cases, and one interpreter start per target.
+    work = [(label, variant, seconds) for label, variant, seconds in cases]
+    work += [(label, variant, start) for label, variant, _, _ in rows]
+    return sum(
+        seconds * VARIANT_GPUS[variant] * share.get(label, 1.0) for label, variant, seconds in work
+    )
 
 
 def main() -> int:
@@ -225,12 +273,10 @@ def main() -> int:
     rows, cases = plain_pytest(ran, sorted(targets), python)
     pytest_wall = sum(wall for _, _, wall, _ in rows)
     start = interpreter_start(python)
-    longest = max((seconds for _, seconds in cases), default=0.0) + start
-    gpu_seconds = sum(s for variant, s in cases if variant != "cpu") + start * sum(
-        1 for _, v, _, _ in rows if v != "cpu"
-    )
-    gpu_work = gpu_seconds / max(1, gpus) if gpus else 0.0
-    spread = (sum(s for _, s in cases) + start * len(rows)) / cores
+    longest = max((seconds for _, _, seconds in cases), default=0.0) + start
+    leases = [line for line in runner if "torch_test lease:" in line]
+    gpu_work = gpu_occupancy(leases, cases, rows, start) / gpus if gpus else 0.0
+    spread = (sum(s for _, _, s in cases) + start * len(rows)) / cores
     bound = max(longest, gpu_work, spread)
 
     lines = [
@@ -245,7 +291,7 @@ def main() -> int:
         f"| {bazel_wall / pytest_wall:.2f} |",
         f"| bound | {bound:.1f} | 1 | {bound / pytest_wall:.2f} |",
         "",
-        f"- bound = max(longest case + start {longest:.1f}, GPU work / GPUs {gpu_work:.1f}, "
+        f"- bound = max(longest case + start {longest:.1f}, GPU occupancy / GPUs {gpu_work:.1f}, "
         f"all work / cores {spread:.1f}); interpreter start {start:.1f} s",
         f"- goals: bazel <= 1.1 x bound ({bazel_wall / bound:.2f}), "
         f"<= 0.35 x pytest ({bazel_wall / pytest_wall:.2f})",
@@ -260,7 +306,7 @@ def main() -> int:
             for a in target.final_attempts()
         ],
         "",
-        "| pytest file | variant | wall s | result |",
+        "| pytest of target | variant | wall s | result |",
         "| --- | --- | ---: | --- |",
         *[f"| {s} | {v} | {w:.1f} | {summary} |" for s, v, w, summary in rows],
         "",
