@@ -1,4 +1,4 @@
-"""`torch_test`: one test source, one Bazel target per hardware variant.
+"""`torch_test`: one test source (or an opt-in pack of several), one Bazel target per variant.
 
     torch_test(
         name = "test_embedding_ops",          # source: test_embedding_ops.py
@@ -100,6 +100,7 @@ def _shards(shard_count, variant):
 def torch_test(
         name,
         src = None,
+        srcs = None,
         variants = ["cpu"],
         nccl = [],
         triton = [],
@@ -118,6 +119,10 @@ def torch_test(
     Args:
       name: the cpu target's name; other variants append their suffix (`_gpu`, ...).
       src: the test source (default `name + ".py"`).
+      srcs: instead of src, several sources run by one pytest process per shard (opt-in
+        packing of many small files: each process pays the interpreter start and torch's
+        imports once, as a pytest-xdist worker does; every file's cases are still reported
+        by node id). Shard it (shard_count) to spread the files' cases over processes.
       variants: any of the table's variants (variants.bzl): "cpu", "gpu", "multi_gpu", ...
       nccl: the variants whose tests are marked @requires_nccl (never "cpu").
       triton: the variants whose tests are marked @requires_triton (never "cpu").
@@ -141,10 +146,14 @@ def torch_test(
         variants,
         features,
         shard_count,
-        lists = {"args": args, "data": data, "deps": deps, "nccl": nccl, "tags": tags, "triton": triton, "variants": variants},
+        lists = {"args": args, "data": data, "srcs": srcs or [], "deps": deps, "nccl": nccl, "tags": tags, "triton": triton, "variants": variants},
         env = env,
     )
-    src = src or name + ".py"
+    if src and srcs:
+        _fail(name, "give src or srcs, not both")
+    if srcs != None and not srcs:
+        _fail(name, "srcs is empty")
+    sources = srcs or [src or name + ".py"]
 
     used_by = {v: [f for f in FEATURES if v in features[f]] for v in variants}
 
@@ -169,9 +178,9 @@ def torch_test(
         variant_env.update(env)
         py_test(
             name = target,
-            srcs = [RUNNER, src],
+            srcs = [RUNNER] + sources,
             main = RUNNER,
-            args = ["$(location {})".format(src)] + args,
+            args = ["$(location {})".format(s) for s in sources] + args,
             data = data,
             deps = ["//tools/runner"] + deps,
             env = variant_env,

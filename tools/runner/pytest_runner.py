@@ -1,6 +1,6 @@
 """Main of every torch_test target: runs one test file under pytest, speaking Bazel's protocol.
 
-    pytest_runner.py TEST_FILE [PYTEST_ARGS...]
+    pytest_runner.py TEST_FILE [TEST_FILE...] [PYTEST_ARGS...]
 
 Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   XML_OUTPUT_FILE              per-test-case JUnit XML, suite named after TEST_TARGET

@@ -44,7 +44,13 @@ torch_test(name = "t", variants = ["gpu"])' \
 check "env overrides a TORCH_TEST_ variable" \
   'torch_test(name = "t", env = {"TORCH_TEST_VARIANT": "gpu"})' \
   'env sets \["TORCH_TEST_VARIANT"\]; TORCH_TEST_\* variables belong to torch_test'
-for arg in variants nccl tags deps data; do
+check "src and srcs together" \
+  'torch_test(name = "t", src = "t.py", srcs = ["t.py"])' \
+  'torch_test\(name = "t"\): give src or srcs, not both'
+check "empty srcs" \
+  'torch_test(name = "t", srcs = [])' \
+  'torch_test\(name = "t"\): srcs is empty'
+for arg in variants nccl tags deps data srcs; do
   variants='variants = ["gpu"], '
   [[ $arg == variants ]] && variants=""
   check "a string for the list $arg" \

@@ -47,6 +47,15 @@ def test_xml_lists_each_case_under_the_target_name(tmp_path):
     assert sorted(xml_cases(tmp_path / "test.xml")) == ["test_bad", "test_ok"]
 
 
+def test_packed_sources_report_every_file_and_fail_on_any(tmp_path):
+    # torch_test(srcs = [...]): one process runs several files; a failure in any fails it.
+    first = write_tests(tmp_path, "def test_first():\n    pass\n", name="test_one.py")
+    second = write_tests(tmp_path, "def test_second():\n    assert 0\n", name="test_two.py")
+    result = run_runner(first, bazel_env(tmp_path), str(second))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert sorted(xml_cases(tmp_path / "test.xml")) == ["test_first", "test_second"]
+
+
 def test_empty_shard_of_non_empty_target_passes(tmp_path):
     test_file = write_tests(tmp_path, "def test_only():\n    pass\n")
     codes = []
