@@ -25,7 +25,7 @@ import os
 
 import pytest
 
-from test_utils import hardware
+from test_utils import hardware, upstream_decorators
 
 _REQ_KEY = pytest.StashKey[hardware.Requirements]()
 
@@ -44,6 +44,8 @@ def pytest_collection_modifyitems(config, items):
     keep, drop = [], []
     for item in items:
         req = hardware.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
+        if _mark_not_applicable(item):
+            req = hardware.Requirements(gpus=hardware.gpus_needed(_not_applicable_variant()))
         item.stash[_REQ_KEY] = req
         (keep if req.variant == variant else drop).append(item)
     homeless = [
@@ -68,6 +70,25 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _mark_not_applicable(item) -> bool:
+    """Marks a test that needs a device no variant offers (Contract 2 of the branches' brief)."""
+    why = upstream_decorators.not_applicable_reason(getattr(item, "obj", None))
+    if why is None:
+        return False
+    item.add_marker(pytest.mark.torch_test_not_applicable(why))
+    item.user_properties.append((upstream_decorators.NOT_APPLICABLE_PROPERTY, why))
+    return True
+
+
+def _not_applicable_variant() -> str:
+    """The variant that reports not-applicable tests: the source's first in the table's order,
+    so that the report comes from a target every host that runs the source runs."""
+    declared = os.environ.get(hardware.DECLARED_VARIANTS_ENV)
+    if not declared:
+        return "cpu"
+    return next(v for v in hardware.VARIANTS if v in declared.split(","))
 
 
 def _tests_without_target(items) -> list[str]:
@@ -120,7 +141,11 @@ def pytest_collection_finish(session):
         pytest.exit(f"cannot run on this host: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
+    marker = item.get_closest_marker(upstream_decorators.NOT_APPLICABLE_MARKER)
+    if marker is not None:  # before fixtures: a class's setUpClass may need the missing device
+        pytest.skip(upstream_decorators.NOT_APPLICABLE_PREFIX + marker.args[0])
     req = requirements(item)
     if req.nccl and not hardware.has_nccl():
         pytest.fail("test needs the NCCL backend, which this torch build lacks", pytrace=False)
@@ -140,6 +165,8 @@ class _SkipAudit:
 
     def pytest_runtest_logreport(self, report):
         xfail = getattr(report, "wasxfail", None)
+        if _not_applicable_skip(report):
+            return
         if report.skipped and (xfail is None or report.when == "setup"):
             # A plain skip, or an xfail that stopped the test before it ran (run=False).
             self.skipped.append((report.nodeid, xfail or _skip_reason(report)))
@@ -169,6 +196,16 @@ class _SkipAudit:
         )
 
 
+def _not_applicable_skip(report) -> bool:
+    """A setup skip of a test the plugin marked not applicable (and only that skip)."""
+    return (
+        report.skipped
+        and report.when == "setup"
+        and any(k == upstream_decorators.NOT_APPLICABLE_PROPERTY for k, _ in report.user_properties)
+        and _skip_reason(report).startswith("Skipped: " + upstream_decorators.NOT_APPLICABLE_PREFIX)
+    )
+
+
 def _skip_reason(report) -> str:
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
@@ -177,5 +214,11 @@ def _skip_reason(report) -> str:
 
 
 def pytest_configure(config):
+    # Before any test module imports torch's testing decorators (no torch import here).
+    upstream_decorators.install()
+    config.addinivalue_line(
+        "markers",
+        f"{upstream_decorators.NOT_APPLICABLE_MARKER}(why): needs a device no variant offers",
+    )
     config.pluginmanager.register(_SkipAudit(), "torch_test_skip_audit")
     hardware.cap_gpu_memory()
