@@ -11,6 +11,11 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
   markers use: a @requires_nccl test in a target without nccl would run on hosts without NCCL.
   Every target of a source checks every variant (collection sees all tests), so the cpu
   target on a CPU host already catches a GPU variant's mismatch.
+- torch's own test decorators (skip_if_lt_x_gpu, requires_nccl, onlyCUDA, ...) count as markers:
+  test_utils/upstream_decorators.py adapts them when applied. A test for a device no variant
+  offers (onlyXPU, xccl) is skipped at setup as "not applicable to this hardware table", with
+  the JUnit property torch_test.not_applicable, by the source's first variant; the skip audit
+  accepts exactly those skips.
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
 - A process sharing GPUs with other tests (a lease of part of each GPU) caps its memory.
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
