@@ -18,6 +18,7 @@ plugin places the test in one variant and checks the target's nccl / triton decl
     triton_utils.requires_cuda_and_triton                triton (gpu)
     common_device_type.instantiate_device_type_tests     TestXCPU: cpu; TestXCUDA: 1 GPU (gpu)
       + onlyCUDA / onlyCPU / onlyOn(...)                 only the instance of a listed device
+      + deviceCountAtLeast(n)                            the CUDA instance, >= n GPUs
         onlyMPS / onlyXPU / onlyHPU                      not applicable (reported by one variant)
 
 Device-type classes: every process gets both the CPU and the CUDA class (torch makes the CUDA
@@ -185,7 +186,16 @@ def _place_device_class(cls) -> None:
     if device == "cuda":
         hardware.requires(gpus=1)(cls)
     for name, fn in list(vars(cls).items()):
-        only_on = getattr(fn, _ONLY_ON_ATTR, None) if name.startswith("test") else None
+        if not name.startswith("test"):
+            continue
+        devices = getattr(fn, "num_required_devices", 1)  # deviceCountAtLeast(n)
+        if devices > 1:
+            if device == "cuda":
+                hardware.requires(gpus=at_least(devices))(fn)
+            elif device == "cpu":
+                delattr(cls, name)  # one CPU device: only the CUDA instance can run it
+                continue
+        only_on = getattr(fn, _ONLY_ON_ATTR, None)
         if only_on is None or device in only_on:
             continue
         if only_on & OFFERED_DEVICE_TYPES or device != "cpu":

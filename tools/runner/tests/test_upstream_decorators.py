@@ -13,7 +13,7 @@ from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_te
 UPSTREAM_STYLE = """
 import torch
 from torch.testing._internal.common_device_type import (
-    instantiate_device_type_tests, onlyCPU, onlyCUDA, onlyXPU,
+    deviceCountAtLeast, instantiate_device_type_tests, onlyCPU, onlyCUDA, onlyXPU,
 )
 from torch.testing._internal.common_distributed import (
     requires_accelerator_dist_backend, requires_nccl, skip_if_lt_x_gpu,
@@ -59,6 +59,10 @@ class TestDevice(TestCase):
 
     @onlyXPU
     def test_xpu(self, device):
+        pass
+
+    @deviceCountAtLeast(2)
+    def test_two_devices(self, devices):
         pass
 
 
@@ -122,6 +126,7 @@ def test_source_without_gpu_targets_is_refused_naming_each_gpu_test(tmp_path):
     assert orphans == [
         "TestDeviceCUDA::test_any_cuda (gpu)",
         "TestDeviceCUDA::test_cuda_cuda (gpu)",
+        "TestDeviceCUDA::test_two_devices_cuda (multi_gpu)",
         "TestPlain::test_one_gpu (gpu)",
         "TestPlain::test_three_gpus_nccl (gpu_x4)",
         "TestPlain::test_triton (gpu)",
