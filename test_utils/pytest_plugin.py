@@ -78,7 +78,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _mark_not_applicable(item) -> bool:
-    """Marks a test that needs a device no variant offers (Contract 2 of the branches' brief)."""
+    """Marks a test that needs a device no variant offers; True if it does."""
     why = upstream_decorators.not_applicable_reason(getattr(item, "obj", None))
     if why is None:
         return False
