@@ -11,6 +11,11 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
   markers use: a @requires_nccl test in a target without nccl would run on hosts without NCCL.
   Every target of a source checks every variant (collection sees all tests), so the cpu
   target on a CPU host already catches a GPU variant's mismatch.
+- torch's own test decorators (skip_if_lt_x_gpu, requires_nccl, onlyCUDA, ...) count as markers:
+  test_utils/upstream_decorators.py adapts them when applied. A test for a device no variant
+  offers (onlyXPU, xccl) is skipped at setup as "not applicable to this hardware table", with
+  the JUnit property torch_test.not_applicable, by the source's first variant; the skip audit
+  accepts exactly those skips.
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
 - A process sharing GPUs with other tests (a lease of part of each GPU) caps its memory.
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
@@ -25,7 +30,7 @@ import os
 
 import pytest
 
-from test_utils import hardware
+from test_utils import hardware, upstream_decorators
 
 _REQ_KEY = pytest.StashKey[hardware.Requirements]()
 
@@ -44,6 +49,8 @@ def pytest_collection_modifyitems(config, items):
     keep, drop = [], []
     for item in items:
         req = hardware.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
+        if _mark_not_applicable(item):
+            req = hardware.Requirements(gpus=hardware.gpus_needed(_not_applicable_variant()))
         item.stash[_REQ_KEY] = req
         (keep if req.variant == variant else drop).append(item)
     homeless = [
@@ -68,6 +75,25 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _mark_not_applicable(item) -> bool:
+    """Marks a test that needs a device no variant offers; True if it does."""
+    why = upstream_decorators.not_applicable_reason(getattr(item, "obj", None))
+    if why is None:
+        return False
+    item.add_marker(pytest.mark.torch_test_not_applicable(why))
+    item.user_properties.append((upstream_decorators.NOT_APPLICABLE_PROPERTY, why))
+    return True
+
+
+def _not_applicable_variant() -> str:
+    """The variant that reports not-applicable tests: the source's first in the table's order,
+    so that the report comes from a target every host that runs the source runs."""
+    declared = os.environ.get(hardware.DECLARED_VARIANTS_ENV)
+    if not declared:
+        return "cpu"
+    return next(v for v in hardware.VARIANTS if v in declared.split(","))
 
 
 def _tests_without_target(items) -> list[str]:
@@ -120,7 +146,11 @@ def pytest_collection_finish(session):
         pytest.exit(f"cannot run on this host: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
+    marker = item.get_closest_marker(upstream_decorators.NOT_APPLICABLE_MARKER)
+    if marker is not None:  # before fixtures: a class's setUpClass may need the missing device
+        pytest.skip(upstream_decorators.NOT_APPLICABLE_PREFIX + marker.args[0])
     req = requirements(item)
     if req.nccl and not hardware.has_nccl():
         pytest.fail("test needs the NCCL backend, which this torch build lacks", pytrace=False)
@@ -140,6 +170,8 @@ class _SkipAudit:
 
     def pytest_runtest_logreport(self, report):
         xfail = getattr(report, "wasxfail", None)
+        if _not_applicable_skip(report):
+            return
         if report.skipped and (xfail is None or report.when == "setup"):
             # A plain skip, or an xfail that stopped the test before it ran (run=False).
             self.skipped.append((report.nodeid, xfail or _skip_reason(report)))
@@ -169,6 +201,16 @@ class _SkipAudit:
         )
 
 
+def _not_applicable_skip(report) -> bool:
+    """A setup skip of a test the plugin marked not applicable (and only that skip)."""
+    return (
+        report.skipped
+        and report.when == "setup"
+        and any(k == upstream_decorators.NOT_APPLICABLE_PROPERTY for k, _ in report.user_properties)
+        and _skip_reason(report).startswith("Skipped: " + upstream_decorators.NOT_APPLICABLE_PREFIX)
+    )
+
+
 def _skip_reason(report) -> str:
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
@@ -177,5 +219,11 @@ def _skip_reason(report) -> str:
 
 
 def pytest_configure(config):
+    # Before any test module imports torch's testing decorators (no torch import here).
+    upstream_decorators.install()
+    config.addinivalue_line(
+        "markers",
+        f"{upstream_decorators.NOT_APPLICABLE_MARKER}(why): needs a device no variant offers",
+    )
     config.pluginmanager.register(_SkipAudit(), "torch_test_skip_audit")
     hardware.cap_gpu_memory()

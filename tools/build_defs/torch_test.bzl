@@ -113,6 +113,7 @@ def torch_test(
         whole_gpu = False,
         tags = [],
         args = [],
+        expectations = None,
         **kwargs):
     """One py_test per variant of `src`; see the module docstring.
 
@@ -138,6 +139,9 @@ def torch_test(
         whose GPU memory the recorded peak does not bound.
       tags: extra tags of every variant.
       args: extra pytest arguments.
+      expectations: a TOML file of declared outcomes beside the source (Contract 1; helper
+        `outcomes` owns its reading): in every variant's data, found through
+        TORCH_TEST_EXPECTATIONS.
       **kwargs: passed to every py_test (e.g. flaky).
     """
     features = {"nccl": nccl, "triton": triton}
@@ -154,6 +158,8 @@ def torch_test(
     if srcs != None and not srcs:
         _fail(name, "srcs is empty")
     sources = srcs or [src or name + ".py"]
+    if expectations:
+        data = data + [expectations]
 
     used_by = {v: [f for f in FEATURES if v in features[f]] for v in variants}
 
@@ -175,6 +181,8 @@ def torch_test(
         variant_env.update(recorded_env(target, variant, _shards(shard_count, variant)))
         if whole_gpu and spec["gpus"]:
             variant_env["TORCH_TEST_WHOLE_GPU"] = "1"
+        if expectations:
+            variant_env["TORCH_TEST_EXPECTATIONS"] = "$(rootpath {})".format(expectations)
         variant_env.update(env)
         py_test(
             name = target,
