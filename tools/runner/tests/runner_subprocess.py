@@ -52,9 +52,9 @@ def bazel_env(tmp_path, **extra) -> dict:
     return env
 
 
-def start_runner(test_file: pathlib.Path, env: dict) -> subprocess.Popen:
+def start_runner(test_file: pathlib.Path, env: dict, args=()) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(RUNNER), str(test_file)],
+        [sys.executable, str(RUNNER), str(test_file), *args],
         env=env,
         cwd=test_file.parent,
         stdout=subprocess.PIPE,
@@ -63,8 +63,10 @@ def start_runner(test_file: pathlib.Path, env: dict) -> subprocess.Popen:
     )
 
 
-def run_runner(test_file: pathlib.Path, env: dict, timeout=120) -> subprocess.CompletedProcess:
-    proc = start_runner(test_file, env)
+def run_runner(
+    test_file: pathlib.Path, env: dict, timeout=120, args=()
+) -> subprocess.CompletedProcess:
+    proc = start_runner(test_file, env, args)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

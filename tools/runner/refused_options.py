@@ -1,0 +1,41 @@
+"""pytest options that keep a target's tests from running, refused by the runner.
+
+A torch_test target passes only for tests that ran; with these options pytest lists, plans or
+sets up tests without running them (`--setup-only`: "no tests ran", status 0), or prints help.
+They are refused under `bazel test` and `bazel run` alike, from the target's args, the command
+line and PYTEST_ADDOPTS: the runner's completion proof would fail them anyway, with a message
+about an early exit. To list tests or fixtures, run pytest on the file directly.
+pytest parses options without abbreviations (allow_abbrev=False), so exact names suffice.
+"""
+
+import shlex
+
+REFUSED = (
+    "--collect-only",
+    "--co",
+    "--collectonly",
+    "--setup-only",
+    "--setup-plan",
+    "--fixtures",
+    "--funcargs",
+    "--fixtures-per-test",
+    "--markers",
+    "--help",
+    "-h",
+    "--version",
+    "-V",
+)
+
+
+def refused(args: list[str], env) -> list[str]:
+    """The refused options among `args` and PYTEST_ADDOPTS, as written."""
+    given = list(args) + shlex.split(env.get("PYTEST_ADDOPTS", ""))
+    return [a for a in given if a.split("=", 1)[0] in REFUSED]
+
+
+def message(options: list[str], test_file: str) -> str:
+    return (
+        f"torch_test: refusing pytest option(s) {' '.join(options)}: they keep the tests from "
+        "running, and a target passes only for tests that ran. To list tests or fixtures, run "
+        f"pytest on the source directly: python3 -m pytest {test_file} --collect-only"
+    )
