@@ -116,10 +116,9 @@ class OutcomeAudit:
         ):
             report.outcome = "skipped"  # pytest's (and JUnit's) form of an expected failure
             report.wasxfail = f"declared: {entry.reason}"
-        if call.when == "setup" and _not_applicable(item) is not None:
-            prop = (NOT_APPLICABLE_PROPERTY, _not_applicable(item))
-            if prop not in item.user_properties:
-                item.user_properties.append(prop)
+        why = _not_applicable(item) if call.when == "setup" else None
+        if why is not None and (NOT_APPLICABLE_PROPERTY, why) not in item.user_properties:
+            item.user_properties.append((NOT_APPLICABLE_PROPERTY, why))
         return report
 
     def pytest_collectreport(self, report):

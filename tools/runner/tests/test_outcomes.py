@@ -379,6 +379,15 @@ def test_options_that_keep_tests_from_running_are_refused(tmp_path, option):
     assert f"torch_test: refusing pytest option(s) {option}" in result.stderr
 
 
+@pytest.mark.parametrize(
+    "args", [["-p", "no:test_utils.pytest_plugin"], ["-pno:torch_test_outcome_audit"]]
+)
+def test_turning_the_audit_off_is_refused(tmp_path, args):
+    result = run_runner(write_tests(tmp_path, SKIPS_FOR_GPU), bazel_env(tmp_path), args=args)
+    assert result.returncode == 2
+    assert f"torch_test: refusing pytest option(s) {args[-1]}" in result.stderr
+
+
 def test_refused_options_in_pytest_addopts(tmp_path):
     env = bazel_env(tmp_path, PYTEST_ADDOPTS="-q --setup-only")
     result = run_runner(write_tests(tmp_path, PASSES), env)
