@@ -19,18 +19,16 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
 - A process sharing GPUs with other tests (a lease of part of each GPU) caps its memory.
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
-  declared with markers (Bazel then schedules or skips the whole target) instead. So do an
-  xfail that never ran its test (`run=False`, or `pytest.xfail()` during setup), a module
-  skipped at import (`pytest.importorskip` at module level; the reason names the module) and
-  an unexpected pass of an xfail-marked test (XPASS, as if every xfail were strict). An
-  expected failure that ran and failed is tested behaviour and passes.
+  declared with markers (Bazel then schedules or skips the whole target) instead, or, for
+  tests from elsewhere, in the target's expectations file. test_utils.outcome_audit judges
+  every outcome (skips, xfails, declared outcomes, tests defined but never run).
 """
 
 import os
 
 import pytest
 
-from test_utils import hardware, upstream_decorators
+from test_utils import expectations, hardware, outcome_audit, upstream_decorators
 
 _REQ_KEY = pytest.StashKey[hardware.Requirements]()
 
@@ -83,7 +81,7 @@ def _mark_not_applicable(item) -> bool:
     if why is None:
         return False
     item.add_marker(pytest.mark.torch_test_not_applicable(why))
-    item.user_properties.append((upstream_decorators.NOT_APPLICABLE_PROPERTY, why))
+    item.user_properties.append((outcome_audit.NOT_APPLICABLE_PROPERTY, why))
     return True
 
 
@@ -148,9 +146,9 @@ def pytest_collection_finish(session):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    marker = item.get_closest_marker(upstream_decorators.NOT_APPLICABLE_MARKER)
+    marker = item.get_closest_marker(outcome_audit.NOT_APPLICABLE_MARK)
     if marker is not None:  # before fixtures: a class's setUpClass may need the missing device
-        pytest.skip(upstream_decorators.NOT_APPLICABLE_PREFIX + marker.args[0])
+        pytest.skip(outcome_audit.NOT_APPLICABLE_PREFIX + marker.args[0])
     req = requirements(item)
     if req.nccl and not hardware.has_nccl():
         pytest.fail("test needs the NCCL backend, which this torch build lacks", pytrace=False)
@@ -158,72 +156,29 @@ def pytest_runtest_setup(item):
         pytest.fail("test needs triton with a GPU, which this host lacks", pytrace=False)
 
 
-class _SkipAudit:
-    def __init__(self):
-        self.skipped = []
-        self.xpassed = []
-        self.ran = 0
-
-    def pytest_collectreport(self, report):
-        if report.skipped:  # a whole module, e.g. pytest.importorskip at module level
-            self.skipped.append((report.nodeid, _skip_reason(report)))
-
-    def pytest_runtest_logreport(self, report):
-        xfail = getattr(report, "wasxfail", None)
-        if _not_applicable_skip(report):
-            return
-        if report.skipped and (xfail is None or report.when == "setup"):
-            # A plain skip, or an xfail that stopped the test before it ran (run=False).
-            self.skipped.append((report.nodeid, xfail or _skip_reason(report)))
-        elif report.passed and xfail is not None and report.when == "call":
-            self.xpassed.append((report.nodeid, xfail))
-        elif report.when == "call":
-            self.ran += 1
-
-    def pytest_sessionfinish(self, session, exitstatus):
-        if (self.skipped or self.xpassed) and exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def pytest_terminal_summary(self, terminalreporter):
-        if self.xpassed:
-            terminalreporter.section("unexpected passes (XPASS) fail this target", red=True)
-            for nodeid, reason in self.xpassed:
-                terminalreporter.line(f"{nodeid}: expected to fail ({reason}) but passed")
-            terminalreporter.line("Remove the xfail marker, or fix what it expects.")
-        if not self.skipped:
-            return
-        terminalreporter.section("skipped tests fail this target", red=True)
-        for nodeid, reason in self.skipped:
-            terminalreporter.line(f"{nodeid}: {reason}")
-        terminalreporter.line(
-            "Declare hardware with test_utils.hardware markers instead of skipping; "
-            f"{self.ran} test(s) ran, {len(self.skipped)} skipped."
-        )
-
-
-def _not_applicable_skip(report) -> bool:
-    """A setup skip of a test the plugin marked not applicable (and only that skip)."""
-    return (
-        report.skipped
-        and report.when == "setup"
-        and any(k == upstream_decorators.NOT_APPLICABLE_PROPERTY for k, _ in report.user_properties)
-        and _skip_reason(report).startswith("Skipped: " + upstream_decorators.NOT_APPLICABLE_PREFIX)
-    )
-
-
-def _skip_reason(report) -> str:
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2])
-    return str(longrepr)
-
-
 def pytest_configure(config):
     # Before any test module imports torch's testing decorators (no torch import here).
     upstream_decorators.install()
     config.addinivalue_line(
         "markers",
-        f"{upstream_decorators.NOT_APPLICABLE_MARKER}(why): needs a device no variant offers",
+        f"{outcome_audit.NOT_APPLICABLE_MARK}(why): the test needs hardware no variant offers",
     )
-    config.pluginmanager.register(_SkipAudit(), "torch_test_skip_audit")
+    config.pluginmanager.register(_outcome_audit(), "torch_test_outcome_audit")
     hardware.cap_gpu_memory()
+
+
+def _outcome_audit() -> outcome_audit.OutcomeAudit:
+    """The audit, with the target's declared outcomes (torch_test's expectations) if any."""
+    variant = hardware.current_variant()
+    source = os.environ.get(expectations.ENV, "")
+    entries = []
+    if source:
+        declared = os.environ.get(hardware.DECLARED_VARIANTS_ENV)
+        variants = declared.split(",") if declared else list(hardware.VARIANTS)
+        try:
+            entries = expectations.applicable(expectations.load(source, variants), variant)
+        except expectations.ExpectationError as error:
+            raise pytest.UsageError(str(error)) from error
+    return outcome_audit.OutcomeAudit(
+        variant, lambda item: requirements(item).variant, entries, source
+    )

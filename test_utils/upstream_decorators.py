@@ -45,12 +45,6 @@ import sys
 
 from test_utils import hardware
 
-NOT_APPLICABLE_PREFIX = "not applicable to this hardware table: "
-# The pytest marker the plugin gives a not-applicable test (Contract 2); the skip audit
-# accepts the skips of exactly those tests.
-NOT_APPLICABLE_MARKER = "torch_test_not_applicable"
-NOT_APPLICABLE_PROPERTY = "torch_test.not_applicable"
-
 _NOT_APPLICABLE_ATTR = "__torch_test_not_applicable__"
 _ONLY_ON_ATTR = "__torch_test_only_on__"
 # Device types some variant runs its tests on: cpu (every variant's host) and cuda (GPU variants).

@@ -8,20 +8,12 @@ every entry is an error (the test has no expectation for it), never a silent pas
 
 import torch
 
-
-def torch_release() -> tuple[int, int]:
-    major, minor = torch.__version__.split(".")[:2]
-    return int(major), int(minor)
-
-
-def _parse(release: str) -> tuple[int, int]:
-    major, minor = release.split(".")
-    return int(major), int(minor)
+from test_utils.releases import parse_release, torch_release
 
 
 def by_torch_version(expectations: dict):
     running = torch_release()
-    known = sorted((_parse(k), v) for k, v in expectations.items())
+    known = sorted((parse_release(k), v) for k, v in expectations.items())
     chosen = [v for release, v in known if release <= running]
     if not chosen:
         raise AssertionError(

@@ -92,6 +92,30 @@ def _check(name, variants, features, shard_count, lists = {}, env = {}):
         if earlier and earlier.get("generator_function") == "torch_test" and earlier.get("generator_name") == name:
             _fail(name, "declared twice: target {} already exists in this package".format(name + spec["suffix"]))
 
+def _dirname(path):
+    return path.rpartition("/")[0]
+
+def _expectations_env(name, src, expectations):
+    """{TORCH_TEST_EXPECTATIONS: its runfiles path} for the declared-outcomes file, checked."""
+    if expectations == None:
+        return {}
+    if type(expectations) != "string":
+        _fail(name, "expectations must be a file name, got the {} {}".format(type(expectations), repr(expectations)))
+    if ":" in expectations or expectations.startswith("@"):
+        _fail(name, "expectations = {} must be a file beside {} (e.g. \"{}\"), not a label".format(
+            repr(expectations),
+            src,
+            src[:-len(".py")] + ".expectations.toml",
+        ))
+    if _dirname(expectations) != _dirname(src):
+        _fail(name, "expectations file {} is not beside its source {}".format(expectations, src))
+    if not expectations.endswith(".toml"):
+        _fail(name, "expectations file {} must be TOML (.toml)".format(expectations))
+    if not native.glob([expectations], allow_empty = True):
+        _fail(name, "expectations file {} does not exist in package {}".format(expectations, native.package_name()))
+    package = native.package_name()
+    return {"TORCH_TEST_EXPECTATIONS": package + "/" + expectations if package else expectations}
+
 def _shards(shard_count, variant):
     if type(shard_count) == "dict":
         return shard_count.get(variant)
@@ -139,9 +163,9 @@ def torch_test(
         whose GPU memory the recorded peak does not bound.
       tags: extra tags of every variant.
       args: extra pytest arguments.
-      expectations: a TOML file of declared outcomes beside the source (Contract 1; helper
-        `outcomes` owns its reading): in every variant's data, found through
-        TORCH_TEST_EXPECTATIONS.
+      expectations: a TOML file beside `src` declaring tests expected to skip or fail, each with
+        its reason (format: test_utils/expectations.py); undeclared skips fail the target, and
+        so do declarations that no longer hold.
       **kwargs: passed to every py_test (e.g. flaky).
     """
     features = {"nccl": nccl, "triton": triton}
@@ -158,7 +182,8 @@ def torch_test(
     if srcs != None and not srcs:
         _fail(name, "srcs is empty")
     sources = srcs or [src or name + ".py"]
-    if expectations:
+    expectations_env = _expectations_env(name, sources[0], expectations)
+    if expectations_env:
         data = data + [expectations]
 
     used_by = {v: [f for f in FEATURES if v in features[f]] for v in variants}
@@ -178,11 +203,10 @@ def torch_test(
         variant_env["TORCH_TEST_DECLARED_VARIANTS"] = ",".join(variants)
         variant_env["TORCH_TEST_DECLARED_FEATURES"] = declared_features
         variant_env["TORCH_TEST_VARIANTS"] = _VARIANT_GPUS
+        variant_env.update(expectations_env)
         variant_env.update(recorded_env(target, variant, _shards(shard_count, variant)))
         if whole_gpu and spec["gpus"]:
             variant_env["TORCH_TEST_WHOLE_GPU"] = "1"
-        if expectations:
-            variant_env["TORCH_TEST_EXPECTATIONS"] = "$(rootpath {})".format(expectations)
         variant_env.update(env)
         py_test(
             name = target,

@@ -12,6 +12,11 @@ Outcomes, from how pytest encodes them:
   xpass    an expected failure that passed and failed the run: <failure> "[XPASS(strict)] ..."
            (pytest xfail strict) or "Unexpected success" (unittest.expectedFailure), or
            <skipped> "xfail-marked test passes unexpectedly" (older pytest)
+
+A case's JUnit properties (pytest's item.user_properties, written by test_utils.outcome_audit)
+say why an outcome is accepted: `declared` ("skip: <reason>" / "fail: <reason>", from the
+target's expectations file; a declared failure reads as xfail) and `not_applicable` (the test
+needs hardware no variant offers), so a gate can tell "declared" from "regressed".
 """
 
 import dataclasses
@@ -20,6 +25,8 @@ import xml.etree.ElementTree as ET
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
 _XPASS_PREFIXES = ("[XPASS(strict)]", "Unexpected success", "xfail-marked test passes unexpectedly")
+_DECLARED = "torch_test.declared"
+_NOT_APPLICABLE = "torch_test.not_applicable"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +37,8 @@ class Case:
     outcome: str
     time_s: float
     message: str  # first line of the failure/error/skip message ("" when passed)
+    declared: str | None = None  # "skip: <reason>" or "fail: <reason>"
+    not_applicable: str | None = None  # why the hardware table cannot run it
 
     @property
     def id(self) -> str:
@@ -58,6 +67,7 @@ def cases(path: pathlib.Path) -> list[Case]:
     found = []
     for case in ET.parse(path).getroot().iter("testcase"):
         outcome, message = _outcome(case)
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         found.append(
             Case(
                 classname=case.get("classname", ""),
@@ -66,6 +76,8 @@ def cases(path: pathlib.Path) -> list[Case]:
                 outcome=outcome,
                 time_s=float(case.get("time") or 0),
                 message=message,
+                declared=properties.get(_DECLARED),
+                not_applicable=properties.get(_NOT_APPLICABLE),
             )
         )
     return found

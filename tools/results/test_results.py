@@ -151,6 +151,33 @@ class JunitTest(unittest.TestCase):
         )
         self.assertEqual((cases[0].id, cases[0].time_s), ("m.C::test_pass", 1.5))
 
+    def test_declared_and_not_applicable_properties(self):
+        # As pytest writes item.user_properties (xunit1) for test_utils.outcome_audit.
+        xml = (
+            '<testsuites><testsuite name="t">'
+            '<testcase classname="m" name="test_declared"><properties>'
+            '<property name="torch_test.declared" value="fail: bug 7" /></properties>'
+            '<skipped type="pytest.xfail" message="declared: bug 7" /></testcase>'
+            '<testcase classname="m" name="test_mps"><properties>'
+            '<property name="torch_test.not_applicable" value="needs mps" /></properties>'
+            '<skipped type="pytest.skip" message="not applicable to this hardware table: needs '
+            'mps" /></testcase>'
+            '<testcase classname="m" name="test_plain" />'
+            "</testsuite></testsuites>"
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp, "test.xml")
+            path.write_text(xml)
+            found = {c.name: (c.outcome, c.declared, c.not_applicable) for c in junit.cases(path)}
+        self.assertEqual(
+            found,
+            {
+                "test_declared": ("xfail", "fail: bug 7", None),
+                "test_mps": ("skipped", None, "needs mps"),
+                "test_plain": ("passed", None, None),
+            },
+        )
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -26,7 +26,8 @@ tools/runner/gpu_share.py decides from the target's recorded peak GPU memory.
 Outcomes: no test selected in the whole target fails; an empty shard of a non-empty target
 passes; pytest's "no tests collected" (exit 5) never becomes a pass; hardware the variant needs
 but the host lacks fails with a message (test_utils.pytest_plugin); an early exit fails.
-Outside `bazel test` (e.g. `bazel run`), extra arguments go straight to pytest.
+Outside `bazel test` (e.g. `bazel run`), extra arguments go straight to pytest, except options
+that keep tests from running (--collect-only, --setup-only, ...: tools/runner/refused_options.py).
 """
 
 import contextlib
@@ -39,7 +40,15 @@ import sys
 import time
 
 from test_utils import hardware
-from tools.runner import bytecode, completion, gpu_lease, gpu_share, private_tmp, threads
+from tools.runner import (
+    bytecode,
+    completion,
+    gpu_lease,
+    gpu_share,
+    private_tmp,
+    refused_options,
+    threads,
+)
 
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
 SESSION_FLAG = "--session"
@@ -180,6 +189,10 @@ def run(argv: list[str], env=os.environ) -> int:
         return session(argv[1], argv[2:], env)
     if not argv:
         print("usage: pytest_runner.py TEST_FILE [PYTEST_ARGS...]", file=sys.stderr)
+        return 2
+    refused = refused_options.refused(argv[1:], env)
+    if refused:
+        print(refused_options.message(refused, argv[0]), file=sys.stderr)
         return 2
     started = time.time()
     if env.get("TEST_TIMEOUT"):

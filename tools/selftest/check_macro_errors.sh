@@ -60,12 +60,34 @@ done
 check "variant listed twice" \
   'torch_test(name = "t", variants = ["cpu", "cpu"])' \
   'lists a variant twice'
+check "expectations as a label" \
+  'torch_test(name = "t", expectations = "//other:t.expectations.toml")' \
+  'expectations = "//other:t.expectations.toml" must be a file beside t.py'
+check "expectations not beside the source" \
+  'torch_test(name = "t", expectations = "sub/t.expectations.toml")' \
+  'expectations file sub/t.expectations.toml is not beside its source t.py'
+check "expectations that do not exist" \
+  'torch_test(name = "t", expectations = "t.expectations.toml")' \
+  'expectations file t.expectations.toml does not exist in package'
+check "expectations not TOML" \
+  'torch_test(name = "t", expectations = "t.json")' \
+  'expectations file t.json must be TOML'
 
 say "whole_gpu: the GPU variants, and only they, take whole GPUs (tools/runner/gpu_share.py)"
 printf 'load("//tools/build_defs:torch_test.bzl", "torch_test")\n\n%s\n' \
   'torch_test(name = "t", variants = ["cpu", "gpu"], whole_gpu = True)' >"$scratch/BUILD.bazel"
 expect_line "$("$BAZEL" query --output=build "//$scratch:t_gpu" 2>&1)" '"TORCH_TEST_WHOLE_GPU": "1"' "the gpu target's env says whole"
 expect_no_line "$("$BAZEL" query --output=build "//$scratch:t" 2>&1)" 'TORCH_TEST_WHOLE_GPU' "the cpu target's env does not"
+
+say "expectations: the file joins every variant's data, its runfiles path the environment"
+touch "$scratch/t.expectations.toml"
+printf 'load("//tools/build_defs:torch_test.bzl", "torch_test")\n\n%s\n' \
+  'torch_test(name = "t", variants = ["cpu", "gpu"], expectations = "t.expectations.toml")' >"$scratch/BUILD.bazel"
+for target in t t_gpu; do
+  out="$("$BAZEL" query --output=build "//$scratch:$target" 2>&1)"
+  expect_line "$out" "\"TORCH_TEST_EXPECTATIONS\": \"$scratch/t.expectations.toml\"" "$target's env names the file"
+  expect_line "$out" "data = \[\"//$scratch:t.expectations.toml\"\]" "$target's data has the file"
+done
 
 rm -rf "$scratch"  # its broken BUILD file would fail the //... queries below
 

@@ -52,7 +52,7 @@ def bazel_env(tmp_path, **extra) -> dict:
     return env
 
 
-def start_runner(test_file: pathlib.Path, env: dict, *args: str) -> subprocess.Popen:
+def start_runner(test_file: pathlib.Path, env: dict, args=()) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(RUNNER), str(test_file), *args],
         env=env,
@@ -64,9 +64,9 @@ def start_runner(test_file: pathlib.Path, env: dict, *args: str) -> subprocess.P
 
 
 def run_runner(
-    test_file: pathlib.Path, env: dict, *args: str, timeout=120
+    test_file: pathlib.Path, env: dict, timeout=120, args=()
 ) -> subprocess.CompletedProcess:
-    proc = start_runner(test_file, env, *args)
+    proc = start_runner(test_file, env, args)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

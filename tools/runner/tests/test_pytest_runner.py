@@ -51,7 +51,7 @@ def test_packed_sources_report_every_file_and_fail_on_any(tmp_path):
     # torch_test(srcs = [...]): one process runs several files; a failure in any fails it.
     first = write_tests(tmp_path, "def test_first():\n    pass\n", name="test_one.py")
     second = write_tests(tmp_path, "def test_second():\n    assert 0\n", name="test_two.py")
-    result = run_runner(first, bazel_env(tmp_path), str(second))
+    result = run_runner(first, bazel_env(tmp_path), args=[str(second)])
     assert result.returncode == 1, result.stdout + result.stderr
     assert sorted(xml_cases(tmp_path / "test.xml")) == ["test_first", "test_second"]
 

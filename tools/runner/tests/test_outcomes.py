@@ -1,0 +1,403 @@
+"""Self-tests of what makes a target green (test_utils.outcome_audit, test_utils.expectations,
+tools/runner/refused_options.py): the real runner on small generated test files.
+"""
+
+import textwrap
+
+import pytest
+
+from test_utils import expectations, releases
+from tools.results import junit
+from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
+
+# One test skipping for want of a GPU, one running.
+SKIPS_FOR_GPU = """
+    import unittest
+
+    class T(unittest.TestCase):
+        def test_gpu(self):
+            self.skipTest("requires cuda")
+
+        def test_cpu(self):
+            pass
+    """
+FAILS = "def test_broken():\n    assert 1 == 2, 'off by one'\n\ndef test_ok():\n    pass\n"
+PASSES = "def test_a():\n    pass\n\ndef test_b():\n    pass\n\ndef test_c():\n    pass\n"
+
+
+def declare(tmp_path, *entries: str, **env) -> dict:
+    """A Bazel environment whose target declares `entries` ([[expect]] tables)."""
+    path = tmp_path / "test_fixture.expectations.toml"
+    path.write_text("\n".join("[[expect]]\n" + textwrap.dedent(e) for e in entries))
+    return bazel_env(tmp_path, TORCH_TEST_EXPECTATIONS=path, **env)
+
+
+def cases(tmp_path) -> dict[str, junit.Case]:
+    return {c.name: c for c in junit.cases(tmp_path / "test.xml")}
+
+
+def run(tmp_path, body: str, env=None):
+    result = run_runner(write_tests(tmp_path, body), env or bazel_env(tmp_path))
+    result.output = result.stdout + result.stderr
+    return result
+
+
+SKIP_ENTRY = """
+    test = "test_fixture.py::T::test_gpu"
+    outcome = "skip"
+    reason = "needs a GPU; the cpu target has none"
+    match = "requires cuda"
+    """
+
+
+def test_declared_skip_passes_and_is_in_junit(tmp_path):
+    result = run(tmp_path, SKIPS_FOR_GPU, declare(tmp_path, SKIP_ENTRY))
+    assert result.returncode == 0, result.output
+    found = cases(tmp_path)
+    assert found["test_gpu"].outcome == "skipped"
+    assert found["test_gpu"].declared == "skip: needs a GPU; the cpu target has none"
+    assert found["test_cpu"].declared is None
+
+
+def test_declared_skip_for_another_reason_fails(tmp_path):
+    entry = SKIP_ENTRY.replace('"requires cuda"', '"requires nccl"')
+    result = run(tmp_path, SKIPS_FOR_GPU, declare(tmp_path, entry))
+    assert result.returncode == 1
+    assert (
+        "test_gpu: requires cuda (declared skip: 'requires nccl' does not match)" in result.output
+    )
+
+
+def test_undeclared_skip_still_fails_beside_a_declared_one(tmp_path):
+    body = (
+        textwrap.dedent(SKIPS_FOR_GPU)
+        + "\n    def test_other(self):\n        self.skipTest('flaky')\n"
+    )
+    result = run(tmp_path, body, declare(tmp_path, SKIP_ENTRY))
+    assert result.returncode == 1
+    assert "skipped tests fail this target" in result.output
+    assert "T::test_other: flaky" in result.output
+
+
+def test_declared_skip_that_runs_is_stale(tmp_path):
+    body = "import unittest\n\nclass T(unittest.TestCase):\n    def test_gpu(self):\n        pass\n"
+    result = run(tmp_path, body, declare(tmp_path, SKIP_ENTRY))
+    assert result.returncode == 1
+    assert "stale expectations fail this target" in result.output
+    assert "T::test_gpu: declared skip (needs a GPU; the cpu target has none), but it ran" in (
+        result.output
+    )
+
+
+FAIL_ENTRY = """
+    test = "test_fixture.py::test_broken"
+    outcome = "fail"
+    reason = "off by one since torch 2.13"
+    match = "off by one"
+    """
+
+
+def test_declared_failure_passes_as_xfail_with_its_reason(tmp_path):
+    result = run(tmp_path, FAILS, declare(tmp_path, FAIL_ENTRY))
+    assert result.returncode == 0, result.output
+    broken = cases(tmp_path)["test_broken"]
+    assert (broken.outcome, broken.message) == ("xfail", "declared: off by one since torch 2.13")
+    assert broken.declared == "fail: off by one since torch 2.13"
+
+
+def test_declared_failure_that_passes_is_stale(tmp_path):
+    result = run(tmp_path, FAILS.replace("1 == 2", "1 == 1"), declare(tmp_path, FAIL_ENTRY))
+    assert result.returncode == 1
+    assert (
+        "test_broken: declared fail (off by one since torch 2.13), but it passed" in result.output
+    )
+
+
+def test_declared_failure_failing_otherwise_fails(tmp_path):
+    body = FAILS.replace("assert 1 == 2, 'off by one'", "raise KeyError('gone')")
+    result = run(tmp_path, body, declare(tmp_path, FAIL_ENTRY))
+    assert result.returncode == 1
+    assert "declared fail, but its failure does not match 'off by one'" in result.output
+
+
+def test_entry_matching_no_test_is_stale(tmp_path):
+    entry = 'test = "test_fixture.py::test_renamed*"\noutcome = "fail"\nreason = "bug 7"\n'
+    result = run(tmp_path, PASSES, declare(tmp_path, entry))
+    assert result.returncode == 1
+    expected = "[[expect]] #1 (test = 'test_fixture.py::test_renamed*', outcome = 'fail'): "
+    assert expected + "matches no test of variant 'cpu'" in result.output
+
+
+def test_staleness_is_judged_on_the_whole_collection_in_every_shard(tmp_path):
+    body = PASSES.replace("def test_c():\n    pass", "def test_c():\n    assert 0")
+    entry = 'test = "test_fixture.py::test_c"\noutcome = "fail"\nreason = "bug 7"\n'
+    for index in range(3):  # one test per shard: two shards do not run test_c
+        env = declare(tmp_path, entry, TEST_TOTAL_SHARDS=3, TEST_SHARD_INDEX=index)
+        assert run(tmp_path, body, env).returncode == 0
+    stale = 'test = "test_fixture.py::test_gone"\noutcome = "fail"\nreason = "bug 8"\n'
+    for index in range(3):
+        env = declare(tmp_path, entry, stale, TEST_TOTAL_SHARDS=3, TEST_SHARD_INDEX=index)
+        result = run(tmp_path, body, env)
+        assert result.returncode == 1, f"shard {index}"
+        assert "test_gone" in result.output
+
+
+def test_pattern_and_parametrized_ids(tmp_path):
+    body = """
+        import pytest
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_p(n):
+            pytest.skip("no gpu")
+
+        def test_q_one():
+            pytest.skip("no gpu")
+
+        def test_q_two():
+            pytest.skip("no gpu")
+        """
+    entries = [
+        'test = "test_fixture.py::test_p[1]"\noutcome = "skip"\nreason = "r"\n',
+        'test = "test_fixture.py::test_p[2]"\noutcome = "skip"\nreason = "r"\n',
+        'test = "test_fixture.py::test_q_*"\noutcome = "skip"\nreason = "r"\n',
+    ]
+    result = run(tmp_path, body, declare(tmp_path, *entries))
+    assert result.returncode == 0, result.output
+    assert {c.declared for c in cases(tmp_path).values()} == {"skip: r"}
+
+
+def test_entries_for_another_variant_do_not_apply(tmp_path):
+    entry = SKIP_ENTRY + 'variants = ["gpu"]\n'
+    env = declare(tmp_path, entry, TORCH_TEST_DECLARED_VARIANTS="cpu,gpu")
+    result = run(tmp_path, SKIPS_FOR_GPU, env)
+    assert result.returncode == 1
+    assert "skipped tests fail this target" in result.output
+
+
+def test_entries_apply_to_their_torch_releases(monkeypatch):
+    entry = expectations.Entry(1, "t.py::test_a", "skip", "r", torch=("2.12", "2.13"))
+    anywhere = expectations.Entry(2, "t.py::test_b", "skip", "r")
+    for running, applies in (((2, 13), [entry, anywhere]), ((2, 14), [anywhere])):
+        monkeypatch.setattr(releases, "torch_release", lambda running=running: running)
+        assert expectations.applicable([entry, anywhere], "cpu") == applies
+
+
+@pytest.mark.parametrize(
+    "entry, shown",
+    [
+        ('test = "x"\noutcome = "skip"\n', "[[expect]] #1: reason is required"),
+        ('test = "x"\noutcome = "flaky"\nreason = "r"\n', "outcome 'flaky' is not one of"),
+        ('test = "x"\noutcome = "skip"\nreason = "r"\ntorch = ["2.13.1"]\n', "'2.13.1' is not"),
+        ('test = "x"\noutcome = "skip"\nreason = "r"\nvariants = ["tpu"]\n', "['tpu'] are not"),
+        ('test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "("\n', "is not a regular"),
+        ('test = "x"\noutcome = "skip"\nreason = "r"\nwhy = "?"\n', "unknown keys ['why']"),
+    ],
+    ids=["no_reason", "bad_outcome", "bad_release", "bad_variant", "bad_match", "unknown_key"],
+)
+def test_malformed_expectations_fail_naming_the_entry(tmp_path, entry, shown):
+    result = run(tmp_path, PASSES, declare(tmp_path, entry))
+    assert result.returncode != 0
+    assert shown in result.output
+
+
+def test_a_test_declared_twice_fails(tmp_path):
+    one = 'test = "test_fixture.py::test_a"\noutcome = "skip"\nreason = "r"\n'
+    two = 'test = "test_fixture.py::test_*"\noutcome = "fail"\nreason = "s"\n'
+    result = run(tmp_path, PASSES, declare(tmp_path, one, two))
+    assert result.returncode != 0
+    assert "test_fixture.py::test_a is declared twice" in result.output
+
+
+NOT_APPLICABLE = """
+    import pytest
+
+    @pytest.fixture(autouse=True)
+    def not_applicable(request):  # as the upstream-decorator mapping skips, at setup
+        marker = request.node.get_closest_marker("torch_test_not_applicable")
+        if marker:
+            pytest.skip("not applicable to this hardware table: " + marker.args[0])
+
+    @pytest.mark.torch_test_not_applicable("needs mps")
+    def test_mps():
+        pass
+
+    def test_cpu():
+        pass
+    """
+
+
+def test_not_applicable_skip_is_accepted_and_in_junit(tmp_path):
+    result = run(tmp_path, NOT_APPLICABLE)
+    assert result.returncode == 0, result.output
+    found = cases(tmp_path)
+    assert found["test_mps"].outcome == "skipped"
+    assert found["test_mps"].not_applicable == "needs mps"
+    assert found["test_cpu"].not_applicable is None
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        (
+            'pytest.skip("not applicable to this hardware table: " + marker.args[0])',
+            'pytest.skip("no mps")',
+        ),
+        (
+            '@pytest.mark.torch_test_not_applicable("needs mps")\ndef test_mps():\n    pass',
+            "@pytest.mark.skip(reason='not applicable to this hardware table: mps')\n"
+            "def test_mps():\n    pass",
+        ),
+    ],
+    ids=["marked_but_ordinary_skip", "prefix_without_marker"],
+)
+def test_ordinary_skips_are_not_accepted_as_not_applicable(tmp_path, edit):
+    body = textwrap.dedent(NOT_APPLICABLE).replace(*edit)
+    assert body != textwrap.dedent(NOT_APPLICABLE)
+    result = run(tmp_path, body)
+    assert result.returncode == 1
+    assert "skipped tests fail this target" in result.output
+
+
+def test_coroutine_test_method_fails_naming_it(tmp_path):
+    body = """
+        import unittest
+
+        class T(unittest.TestCase):
+            async def test_never_awaited(self):
+                self.assertEqual(1, 2)
+
+        class A(unittest.IsolatedAsyncioTestCase):
+            async def test_awaited(self):
+                self.assertEqual(1, 1)
+        """
+    result = run(tmp_path, body)
+    assert result.returncode == 1
+    assert "T::test_never_awaited is a coroutine (async def) in a plain unittest.TestCase" in (
+        result.output
+    )
+    assert cases(tmp_path)["test_awaited"].outcome == "passed"
+
+
+def test_bare_coroutine_test_fails(tmp_path):
+    result = run(tmp_path, "async def test_x():\n    assert 0\n")
+    assert result.returncode == 1
+    assert "async def functions are not natively supported" in result.output
+
+
+def test_collection_warning_fails(tmp_path):
+    body = """
+        class TestHelper:
+            def __init__(self):
+                pass
+
+            def test_never_collected(self):
+                assert 0
+
+        def test_ok():
+            pass
+        """
+    result = run(tmp_path, body)
+    assert result.returncode == 1
+    assert "tests the module defines but pytest never runs fail this target" in result.output
+    assert "cannot collect test class 'TestHelper' because it has a __init__" in result.output
+
+
+UNCOLLECTED = """
+    import unittest
+
+    class Base(unittest.TestCase):
+        __test__ = False
+
+        def test_shared(self):
+            assert self.value == 1
+
+    class Real(Base):
+        value = 1
+    """
+
+
+def test_test_case_inheriting_test_false_fails(tmp_path):
+    result = run(tmp_path, textwrap.dedent(UNCOLLECTED) + "\ndef test_ok():\n    pass\n")
+    assert result.returncode == 1
+    assert (
+        "test_fixture.Real: a unittest.TestCase with tests (test_shared) that pytest does not "
+        "collect: it inherits __test__ = False from Base"
+    ) in result.output
+
+
+def test_abstract_test_case_declared_in_its_own_body_passes(tmp_path):
+    body = textwrap.dedent(UNCOLLECTED).replace(
+        "    value = 1", "    __test__ = True\n    value = 1"
+    )
+    result = run(tmp_path, body)
+    assert result.returncode == 0, result.output
+    assert list(cases(tmp_path)) == ["test_shared"]
+
+
+XFAIL_IN_BODY = """
+    import pytest
+
+    def test_later():
+        pytest.xfail("not implemented")
+        assert 0
+
+    def test_ok():
+        pass
+    """
+
+
+def test_xfail_called_in_the_body_is_a_skip(tmp_path):
+    result = run(tmp_path, XFAIL_IN_BODY)
+    assert result.returncode == 1
+    assert "test_later: pytest.xfail() in the test body: not implemented" in result.output
+
+
+def test_xfail_called_in_the_body_may_be_declared_a_skip(tmp_path):
+    entry = 'test = "test_fixture.py::test_later"\noutcome = "skip"\nreason = "r"\n'
+    result = run(tmp_path, XFAIL_IN_BODY, declare(tmp_path, entry + 'match = "implemented"\n'))
+    assert result.returncode == 0, result.output
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "--setup-only",
+        "--setup-plan",
+        "--collect-only",
+        "--co",
+        "--fixtures",
+        "--fixtures-per-test",
+        "--markers",
+        "--help",
+        "--version",
+    ],
+)
+def test_options_that_keep_tests_from_running_are_refused(tmp_path, option):
+    test_file = write_tests(tmp_path, PASSES)
+    result = run_runner(test_file, bazel_env(tmp_path), args=[option])
+    assert result.returncode == 2
+    assert f"torch_test: refusing pytest option(s) {option}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["-p", "no:test_utils.pytest_plugin"], ["-pno:torch_test_outcome_audit"]]
+)
+def test_turning_the_audit_off_is_refused(tmp_path, args):
+    result = run_runner(write_tests(tmp_path, SKIPS_FOR_GPU), bazel_env(tmp_path), args=args)
+    assert result.returncode == 2
+    assert f"torch_test: refusing pytest option(s) {args[-1]}" in result.stderr
+
+
+def test_refused_options_in_pytest_addopts(tmp_path):
+    env = bazel_env(tmp_path, PYTEST_ADDOPTS="-q --setup-only")
+    result = run_runner(write_tests(tmp_path, PASSES), env)
+    assert result.returncode == 2
+    assert "refusing pytest option(s) --setup-only" in result.stderr
+
+
+def test_filter_and_exitfirst_still_work(tmp_path):
+    env = {k: v for k, v in bazel_env(tmp_path).items() if k != "TEST_TARGET"}
+    env["BUILD_WORKSPACE_DIRECTORY"] = str(tmp_path)  # as `bazel run` sets it
+    result = run_runner(write_tests(tmp_path, PASSES), env, args=["-k", "test_b", "-x"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed, 2 deselected" in result.stdout
