@@ -21,11 +21,10 @@ def test_undeclared_skip_fails_its_target(tmp_path):
     code, out = _run(tmp_path, "test_upstream_undeclared_skip")
     assert code == 1, out[-3000:]
     assert "skipped tests fail this target" in out
-    assert "TestUndeclaredSkip::test_skipped_silently: Skipped: hides a problem nobody" in out
+    assert "TestUndeclaredSkip::test_skipped_silently: hides a problem nobody" in out
 
 
 def test_stale_declaration_fails_its_target(tmp_path):
-    # Contract 1's reading of the file belongs to the plugin's expectations (helper `outcomes`).
     expectations = FIXTURES / "test_upstream_stale_declaration.expectations.toml"
     code, out = _run(
         tmp_path, "test_upstream_stale_declaration", TORCH_TEST_EXPECTATIONS=expectations
