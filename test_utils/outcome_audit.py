@@ -19,9 +19,10 @@ runs and passes, or an entry matching no test of the variant's whole collection 
 sharding, so every shard judges the same list), fails the target as stale. Each declared test
 carries the JUnit property expectations.DECLARED_PROPERTY.
 
-Not applicable (Contract 2 of the upstream-test work): a test marked NOT_APPLICABLE_MARK (or with
-the stash key NOT_APPLICABLE) and skipped at setup with a reason starting NOT_APPLICABLE_PREFIX is
-accepted and carries the JUnit property NOT_APPLICABLE_PROPERTY; no other skip is.
+Not applicable (a test for hardware no variant offers, test_utils/upstream_decorators.py): a
+test marked NOT_APPLICABLE_MARK (or with the stash key NOT_APPLICABLE) and skipped at setup with
+a reason starting NOT_APPLICABLE_PREFIX is accepted and carries the JUnit property
+NOT_APPLICABLE_PROPERTY; no other skip is.
 """
 
 import inspect
