@@ -40,9 +40,9 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from test_utils.hardware import host_gpu_count  # noqa: E402
-from test_utils.hardware_table import table  # noqa: E402
 from tools import update_test_times  # noqa: E402
+from tools.hardware.probe import host_gpu_count  # noqa: E402
+from tools.hardware.table import table  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
 from tools.runner import bytecode, pytest_runner  # noqa: E402
 
@@ -164,7 +164,7 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
         source, variant = variant_of(label)
         xml = scratch / f"{index}.xml"
         env.update(
-            TORCH_TEST_VARIANT=variant, TORCH_TEST_DECLARED_VARIANTS=",".join(declared[source])
+            TORCH_TEST_VARIANT=variant, TORCH_TEST_DECLARED_VARIANTS=json.dumps(declared[source])
         )
         cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", source]
         proc, wall = timed([*cmd, f"--junitxml={xml}", "-p", "no:cacheprovider"], env=env)

@@ -47,6 +47,7 @@ import torch
 import torch.distributed as dist
 
 from test_utils import rank_process
+from tools.hardware import envvars
 
 MAX_TIMEOUT_S = 300.0
 # Left between the harness timeout and Bazel's: stack dumps, kills, pytest's report and XML.
@@ -57,7 +58,6 @@ STACK_DUMP_WAIT_S = 2.0
 REAP_WAIT_S = 10.0
 LOG_TAIL_LINES = 40
 
-START_METHOD_ENV = "TORCH_TEST_START_METHOD"
 START_METHODS = ("forkserver", "spawn")
 # Imported once in the forkserver; every rank inherits them (~1 s of imports per rank saved).
 FORKSERVER_PRELOAD = (
@@ -93,7 +93,7 @@ def default_timeout() -> float:
 
 def _seconds_left() -> float | None:
     candidates = []
-    deadline = _float_env("TORCH_TEST_DEADLINE")
+    deadline = _float_env(envvars.DEADLINE)
     if deadline is not None:
         candidates.append(deadline - time.time())
     test_timeout = _float_env("TEST_TIMEOUT")
@@ -158,9 +158,9 @@ _warm_contexts: set[str] = set()
 
 
 def start_method() -> str:
-    method = os.environ.get(START_METHOD_ENV, "forkserver")
+    method = os.environ.get(envvars.START_METHOD, "forkserver")
     if method not in START_METHODS:
-        raise ValueError(f"{START_METHOD_ENV}={method!r}; expected one of {START_METHODS}")
+        raise ValueError(f"{envvars.START_METHOD}={method!r}; expected one of {START_METHODS}")
     return method
 
 

@@ -26,6 +26,7 @@ import os
 import pytest
 
 from test_utils import hardware
+from tools.hardware import envvars, memory_cap, probe, variants
 
 _REQ_KEY = pytest.StashKey[hardware.Requirements]()
 
@@ -35,12 +36,12 @@ def requirements(item) -> hardware.Requirements:
 
 
 def pytest_report_header(config):
-    return f"torch_test variant: {hardware.current_variant()}"
+    return f"torch_test variant: {variants.current_variant()}"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    variant = hardware.current_variant()
+    variant = variants.current_variant()
     keep, drop = [], []
     for item in items:
         req = hardware.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
@@ -54,13 +55,13 @@ def pytest_collection_modifyitems(config, items):
     if homeless:
         raise pytest.UsageError(
             "no variant has exactly the GPUs these tests need (tools/build_defs/variants.bzl: "
-            f"{hardware.declared_gpu_counts()}):\n  " + "\n  ".join(homeless)
+            f"{variants.declared_gpu_counts()}):\n  " + "\n  ".join(homeless)
         )
     orphans = _tests_without_target(items)
     if orphans:
         raise pytest.UsageError(
             "these tests belong to variants this source declares no target for "
-            f"(declared: {os.environ[hardware.DECLARED_VARIANTS_ENV]}):\n  " + "\n  ".join(orphans)
+            f"(declared: {os.environ[envvars.DECLARED_VARIANTS]}):\n  " + "\n  ".join(orphans)
         )
     mismatch = _feature_mismatch(items)
     if mismatch:
@@ -71,26 +72,25 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _tests_without_target(items) -> list[str]:
-    declared = os.environ.get(hardware.DECLARED_VARIANTS_ENV)
+    declared = os.environ.get(envvars.DECLARED_VARIANTS)
     if not declared:
         return []  # plain pytest outside Bazel
-    variants = set(declared.split(","))
+    targets = set(envvars.decode(declared))
     return [
         f"{i.nodeid} ({requirements(i).variant})"
         for i in items
-        if requirements(i).variant not in variants
+        if requirements(i).variant not in targets
     ]
 
 
 def _feature_mismatch(items) -> str | None:
     """Why some variant's declared features differ from its tests' markers, or None."""
-    declared_env = os.environ.get(hardware.DECLARED_FEATURES_ENV)
+    declared_env = os.environ.get(envvars.DECLARED_FEATURES)
     if declared_env is None:
         return None  # plain pytest outside Bazel
-    # "cpu=,gpu=nccl+triton,...": every declared variant of the source.
+    # {"cpu": [], "gpu": ["nccl", "triton"], ...}: every declared variant of the source.
     declared = {
-        variant: set(filter(None, features.split("+")))
-        for variant, features in (pair.split("=") for pair in declared_env.split(","))
+        variant: set(features) for variant, features in envvars.decode(declared_env).items()
     }
     problems = []
     for variant, features in declared.items():
@@ -115,16 +115,16 @@ def _feature_mismatch(items) -> str | None:
 def pytest_collection_finish(session):
     if not session.items:
         return
-    missing = hardware.missing_hardware(hardware.current_variant())
+    missing = variants.missing_hardware(variants.current_variant())
     if missing:
         pytest.exit(f"cannot run on this host: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_runtest_setup(item):
     req = requirements(item)
-    if req.nccl and not hardware.has_nccl():
+    if req.nccl and not probe.has_nccl():
         pytest.fail("test needs the NCCL backend, which this torch build lacks", pytrace=False)
-    if req.triton and not hardware.has_triton():
+    if req.triton and not probe.has_triton():
         pytest.fail("test needs triton with a GPU, which this host lacks", pytrace=False)
 
 
@@ -178,4 +178,4 @@ def _skip_reason(report) -> str:
 
 def pytest_configure(config):
     config.pluginmanager.register(_SkipAudit(), "torch_test_skip_audit")
-    hardware.cap_gpu_memory()
+    memory_cap.cap_gpu_memory()

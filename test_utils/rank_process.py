@@ -25,7 +25,7 @@ import unittest
 import torch
 import torch.distributed as dist
 
-from test_utils import hardware
+from tools.hardware import memory_cap
 
 
 @dataclasses.dataclass
@@ -57,7 +57,7 @@ def main(spec: RankSpec) -> None:
     _arm_stack_dump(spec.stack_path)
     _adopt_environment(spec)
     try:
-        hardware.cap_gpu_memory()
+        memory_cap.cap_gpu_memory()
         fn, args = _load_call(spec)
         _init_process_group(spec)
         value = fn(*args)

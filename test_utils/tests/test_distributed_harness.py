@@ -28,6 +28,7 @@ from test_utils import distributed, rank_process
 from test_utils.distributed import RankFailure, run_ranks, single_process_group
 from test_utils.dtensor import DTensorTestCase, with_comms
 from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
+from tools.hardware import envvars
 
 HANG_TIMEOUT_S = 8.0
 # Past the timeout: up to STACK_DUMP_WAIT_S for stack dumps, then kill and reap.
@@ -86,7 +87,7 @@ def no_process_left_behind(tmp_path, monkeypatch):
     if "TEST_TMPDIR" not in os.environ:  # plain pytest: keep failing runs' logs out of /tmp
         monkeypatch.setenv("TEST_TMPDIR", str(tmp_path))
     # The default start method is under test (some tests count its helper processes).
-    monkeypatch.delenv(distributed.START_METHOD_ENV, raising=False)
+    monkeypatch.delenv(envvars.START_METHOD, raising=False)
     # The forkserver (and multiprocessing's resource tracker) live as long as this process;
     # start them first so they are part of the baseline, and so that their one-time torch
     # import is not inside any test's timing.

@@ -24,6 +24,7 @@ derived). Per variant the target also gets its pool (pools.bzl).
 Declarations that contradict each other fail at loading time with a message naming them.
 """
 
+load("//tools/hardware:envvars.bzl", "PREFIX", "RUNNER_ENV")
 load(":pools.bzl", "exec_properties_for")
 load(":python.bzl", "py_test")
 load(":recorded.bzl", "recorded_env")
@@ -41,9 +42,12 @@ COMMON_ENV = {
 
 RUNNER = "//tools/runner:pytest_runner.py"
 
-# What test_utils.hardware needs of the table: each variant's GPU count ("cpu=0,gpu=1,...").
-# Passed in the environment rather than as a file, so editing a pool or timeout re-runs nothing.
-_VARIANT_GPUS = ",".join(["{}={}".format(v, VARIANTS[v]["gpus"]) for v in VARIANTS])
+# The runner and the plugin it loads (test_utils.pytest_plugin), in every target.
+RUNNER_DEPS = ["//test_utils:hardware", "//tools/runner"]
+
+# What tools/hardware/variants.py needs of the table: each variant's GPU count. Passed in the
+# environment rather than as a file, so editing a pool or timeout re-runs nothing.
+_VARIANT_GPUS = json.encode({v: VARIANTS[v]["gpus"] for v in VARIANTS})
 
 def _fail(name, message):
     fail("torch_test(name = \"{}\"): {}".format(name, message))
@@ -81,16 +85,21 @@ def _check(name, variants, features, shard_count, lists = {}, env = {}):
         bad = _unknown(shard_count.keys(), variants)
         if bad:
             _fail(name, "shard_count names {}, which are not among variants {}".format(bad, variants))
-    bad = sorted([k for k in env if k.startswith("TORCH_TEST_")])
+    bad = sorted([k for k in env if k.startswith(PREFIX)])
     if bad:
         _fail(name, "env sets {}; TORCH_TEST_* variables belong to torch_test and its runner".format(bad))
 
     # A second torch_test of the same name, even with other variants: its targets would
-    # declare a different variant set for the same source (TORCH_TEST_DECLARED_VARIANTS).
+    # declare a different variant set for the same source (RUNNER_ENV["DECLARED_VARIANTS"]).
     for spec in VARIANTS.values():
         earlier = native.existing_rule(name + spec["suffix"])
         if earlier and earlier.get("generator_function") == "torch_test" and earlier.get("generator_name") == name:
             _fail(name, "declared twice: target {} already exists in this package".format(name + spec["suffix"]))
+
+def _with_runner(deps):
+    if type(deps) == "list":  # a source that imports the markers lists //test_utils:hardware too
+        return RUNNER_DEPS + [d for d in deps if d not in RUNNER_DEPS]
+    return RUNNER_DEPS + deps
 
 def _shards(shard_count, variant):
     if type(shard_count) == "dict":
@@ -125,7 +134,7 @@ def torch_test(
       size: Bazel test size of every variant.
       timeout: Bazel timeout; default: the variant's (GPU variants may wait for the lease).
       deps: what the source imports (e.g. "//test_utils:dynamo", "@pypi//:torch"); the runner
-        (with //test_utils:hardware and pytest) is implicit.
+        and its plugin (//tools/runner, //test_utils:hardware, pytest) are implicit.
       data: runfiles of every variant.
       env: extra environment, applied over the variant's (no TORCH_TEST_* variable: those are
         the macro's and the runner's).
@@ -148,8 +157,8 @@ def torch_test(
 
     used_by = {v: [f for f in FEATURES if v in features[f]] for v in variants}
 
-    # Every variant's features, for the pytest plugin's check against the markers: "gpu=nccl+triton,..."
-    declared_features = ",".join([v + "=" + "+".join(used_by[v]) for v in variants])
+    # Every variant's features, for the pytest plugin's check against the markers.
+    declared_features = json.encode(used_by)
     for variant in variants:
         spec = VARIANTS[variant]
         target = name + spec["suffix"]
@@ -159,13 +168,13 @@ def torch_test(
         needs = ([gpu_constraint(spec["gpus"])] if spec["gpus"] else []) + [FEATURES[f]["constraint"] for f in used]
         variant_env = dict(COMMON_ENV)
         variant_env.update(spec["env"])
-        variant_env["TORCH_TEST_VARIANT"] = variant
-        variant_env["TORCH_TEST_DECLARED_VARIANTS"] = ",".join(variants)
-        variant_env["TORCH_TEST_DECLARED_FEATURES"] = declared_features
-        variant_env["TORCH_TEST_VARIANTS"] = _VARIANT_GPUS
+        variant_env[RUNNER_ENV["VARIANT"]] = variant
+        variant_env[RUNNER_ENV["DECLARED_VARIANTS"]] = json.encode(variants)
+        variant_env[RUNNER_ENV["DECLARED_FEATURES"]] = declared_features
+        variant_env[RUNNER_ENV["VARIANTS"]] = _VARIANT_GPUS
         variant_env.update(recorded_env(target, variant, _shards(shard_count, variant)))
         if whole_gpu and spec["gpus"]:
-            variant_env["TORCH_TEST_WHOLE_GPU"] = "1"
+            variant_env[RUNNER_ENV["WHOLE_GPU"]] = "1"
         variant_env.update(env)
         py_test(
             name = target,
@@ -173,7 +182,7 @@ def torch_test(
             main = RUNNER,
             args = ["$(location {})".format(src)] + args,
             data = data,
-            deps = ["//tools/runner"] + deps,
+            deps = _with_runner(deps),
             env = variant_env,
             exec_properties = exec_properties_for(variant),
             python_version = "PY3",

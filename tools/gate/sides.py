@@ -19,7 +19,7 @@ import pathlib
 import re
 import subprocess
 
-from test_utils import hardware
+from tools.hardware import probe as hardware_probe
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PINNED_LOCK = ROOT / "third_party" / "python" / "requirements.lock"
@@ -144,7 +144,9 @@ def probe(python: pathlib.Path, env: dict | None = None) -> dict | None:
 
 @functools.cache  # the host's, the same for both sides
 def gpus() -> list[str]:
-    out = hardware.nvidia_smi("--query-gpu=name,driver_version", "--format=csv,noheader") or ""
+    out = (
+        hardware_probe.nvidia_smi("--query-gpu=name,driver_version", "--format=csv,noheader") or ""
+    )
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 

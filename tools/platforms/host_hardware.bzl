@@ -15,6 +15,7 @@ The rule re-runs on `bazel sync --configure`, on server restart and when these v
 """
 
 load("//tools/build_defs:variants.bzl", "FEATURES", "constraints_offered")
+load("//tools/hardware:envvars.bzl", "HOST_ENV", "feature_override")
 
 def _detect_gpus(ctx):
     smi = ctx.which("nvidia-smi")
@@ -35,7 +36,7 @@ print(torch.cuda.is_available(), d.is_available() and d.is_nccl_available(), has
 
 def _torch_can_use_gpus(ctx):
     """(cuda usable, features available) for the torch the tests will import."""
-    python = ctx.os.environ.get("TORCH_TEST_PYTHON", "")
+    python = ctx.os.environ.get(HOST_ENV["PYTHON"], "")
     if not python:
         return (False, [])  # the pinned lock is torch's CPU build
     result = ctx.execute([python, "-c", _PROBE], timeout = 120)
@@ -53,11 +54,11 @@ def _host_hardware_impl(ctx):
     if gpus and not cuda:
         # buildifier: disable=print (a repository rule's only way to warn the user)
         print("host_hardware: {} GPU(s) found, but the tests' torch cannot use them; GPU targets will be SKIPPED. Use TORCH_TEST_PYTHON (README).".format(len(gpus)))
-    forced = ctx.os.environ.get("TORCH_TEST_GPUS", "")
+    forced = ctx.os.environ.get(HOST_ENV["GPUS"], "")
     if forced:
         count = int(forced)
     for feature in FEATURES:
-        forced = ctx.os.environ.get("TORCH_TEST_" + feature.upper(), "")
+        forced = ctx.os.environ.get(feature_override(feature), "")
         if forced:
             features = [f for f in features if f != feature] + ([feature] if forced == "1" else [])
     constraints = ["@//tools/platforms:" + c for c in constraints_offered(count, features)]
@@ -77,5 +78,5 @@ host_hardware = repository_rule(
     implementation = _host_hardware_impl,
     configure = True,
     local = True,
-    environ = ["TORCH_TEST_GPUS", "TORCH_TEST_NCCL", "TORCH_TEST_TRITON", "TORCH_TEST_PYTHON", "TORCH_TEST_ENV_FINGERPRINT"],
+    environ = HOST_ENV.values() + [feature_override(f) for f in FEATURES],
 )

@@ -23,7 +23,7 @@
 # Probes are //tools/remote:probe* (a torch_test target per variant, no torch) and two
 # //tools/selftest probes. The rig's GPU-pool worker has no GPUs: the probes' runner is told the
 # host has as many as the widest variant needs (--test_env=TORCH_TEST_HOST_GPUS,
-# test_utils/hardware.py) so it leases simulated ones; the probes never touch CUDA.
+# tools/hardware/probe.py) so it leases simulated ones; the probes never touch CUDA.
 # Runs Bazel with its own output bases and no convenience symlinks, so the workspace's server
 # and bazel-* links are left alone.
 #
@@ -40,11 +40,11 @@ readonly clone="${scratch}/clone"
 readonly logs="${RIG_DIR}/logs"
 targets=(//tools/remote:all //tools/selftest:probe_plain //tools/selftest:probe_tqdm)
 # "SUFFIX POOL" of every GPU variant (tools/build_defs/variants.bzl).
-gpu_variants="$(python3 -c "from test_utils.hardware_table import table
+gpu_variants="$(python3 -c "from tools.hardware.table import table
 for spec in table()['VARIANTS'].values():
     if spec['gpus']: print(spec['suffix'], spec['pool'])")"
 # The widest variant's GPU count: the simulated GPUs of the GPU pools' worker (see above).
-most_gpus="$(python3 -c "from test_utils.hardware_table import table
+most_gpus="$(python3 -c "from tools.hardware.table import table
 print(max(spec['gpus'] for spec in table()['VARIANTS'].values()))")"
 simulated=("--test_env=TORCH_TEST_HOST_GPUS=${most_gpus}")
 remote=(--config=remote "--remote_executor=${endpoint}" "${simulated[@]}")

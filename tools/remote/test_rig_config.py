@@ -4,7 +4,7 @@ import pathlib
 import re
 import unittest
 
-from test_utils import hardware_table
+from tools.hardware import table
 from tools.remote import buildgrid_config, pools
 
 
@@ -24,7 +24,7 @@ class PoolsTest(unittest.TestCase):
     def test_reads_key_and_a_pool_per_variant(self):
         key, by_variant = pools.read_pools()
         self.assertTrue(key)
-        self.assertEqual(list(by_variant), list(hardware_table.table()["VARIANTS"]))
+        self.assertEqual(list(by_variant), list(table.table()["VARIANTS"]))
         self.assertEqual(by_variant["multi_gpu"], "gpu-h200-x2")
 
     def test_missing_assignment_is_an_error(self):

@@ -38,7 +38,7 @@ import signal
 import sys
 import time
 
-from test_utils import hardware
+from tools.hardware import probe, variants
 from tools.runner import bytecode, completion, gpu_lease, gpu_share, private_tmp, threads
 
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
@@ -111,7 +111,7 @@ def _exit_code(code: int, selector, env) -> int:
             return 0  # this shard is empty, others have tests
         test_filter = env.get("TESTBRIDGE_TEST_ONLY")
         shown = f", filter {test_filter!r}" if test_filter else ""
-        print(NO_TESTS.format(variant=hardware.current_variant(), filter=shown), file=sys.stderr)
+        print(NO_TESTS.format(variant=variants.current_variant(), filter=shown), file=sys.stderr)
         return 1
     return int(code)
 
@@ -148,11 +148,11 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
 @contextlib.contextmanager
 def _gpus_for(variant: str, env, holder: str):
     """Holds the GPUs the variant needs (none for cpu) while the tests run."""
-    need = hardware.gpus_needed(variant)
+    need = variants.gpus_needed(variant)
     if not need:
         yield
         return
-    missing = hardware.missing_hardware(variant)
+    missing = variants.missing_hardware(variant)
     if missing:
         raise gpu_lease.LeaseError(f"cannot run on this host: {missing}")
     deadline = float(env.get("TORCH_TEST_DEADLINE", time.time() + 3600))
@@ -160,7 +160,7 @@ def _gpus_for(variant: str, env, holder: str):
     share = gpu_share.decide(env)
     with gpu_lease.lease(
         need,
-        hardware.visible_gpu_count(),
+        probe.visible_gpu_count(),
         timeout=max(1.0, deadline - time.time()),
         holder=holder,
         slots_per_gpu=share.slots_per_gpu,
@@ -199,7 +199,7 @@ def run(argv: list[str], env=os.environ) -> int:
         ledger = os.path.join(short, "ledger")
         child = [sys.executable, os.path.abspath(__file__), SESSION_FLAG, ledger, *args]
         try:
-            with _gpus_for(hardware.current_variant(), env, env.get("TEST_TARGET", argv[0])):
+            with _gpus_for(variants.current_variant(), env, env.get("TEST_TARGET", argv[0])):
                 result = completion.run_session(child, env, ledger)
         except gpu_lease.LeaseError as error:
             print(f"GPU lease failed: {error}", file=sys.stderr)

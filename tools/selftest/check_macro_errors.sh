@@ -79,7 +79,7 @@ query_of() {
 }
 # table FIELD: "variant value" per variant, from the table (Python reads the same literals).
 table() {
-  python3 -c "from test_utils.hardware_table import table
+  python3 -c "from tools.hardware.table import table
 for name, spec in table()['VARIANTS'].items(): print(name, spec['$1'])"
 }
 # Each variant's --config (checked against the table by //test_utils/tests:test_hardware_table)

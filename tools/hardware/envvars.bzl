@@ -1,0 +1,37 @@
+"""Every TORCH_TEST_* variable, for Starlark: the twin of tools/hardware/envvars.py.
+
+RUNNER_ENV holds the names Python shares (//test_utils/tests:test_hardware_table checks it
+equals envvars.py's NAMES; keep it a plain literal, which Python reads). HOST_ENV holds what only
+repository rules read (--repo_env). Structured values are json.encode()d.
+"""
+
+RUNNER_ENV = {
+    "VARIANT": "TORCH_TEST_VARIANT",
+    "VARIANTS": "TORCH_TEST_VARIANTS",
+    "DECLARED_VARIANTS": "TORCH_TEST_DECLARED_VARIANTS",
+    "DECLARED_FEATURES": "TORCH_TEST_DECLARED_FEATURES",
+    "WHOLE_GPU": "TORCH_TEST_WHOLE_GPU",
+    "DURATIONS": "TORCH_TEST_DURATIONS",
+    "GPU_PEAK_MIB": "TORCH_TEST_GPU_PEAK_MIB",
+    "DEADLINE": "TORCH_TEST_DEADLINE",
+    "HOST_GPUS": "TORCH_TEST_HOST_GPUS",
+    "GPU_MEMORY_FRACTION": "TORCH_TEST_GPU_MEMORY_FRACTION",
+    "GPU_LEASE_DIR": "TORCH_TEST_GPU_LEASE_DIR",
+    "JOBS_DIR": "TORCH_TEST_JOBS_DIR",
+    "SLOTS_PER_GPU": "TORCH_TEST_SLOTS_PER_GPU",
+    "START_METHOD": "TORCH_TEST_START_METHOD",
+}
+
+# Repository rules' overrides of what tools/platforms/host_hardware.bzl detects.
+HOST_ENV = {
+    "GPUS": "TORCH_TEST_GPUS",
+    "PYTHON": "TORCH_TEST_PYTHON",
+    "ENV_FINGERPRINT": "TORCH_TEST_ENV_FINGERPRINT",
+}
+
+# The prefix torch_test keeps for itself and its runner (a target's env may not set one).
+PREFIX = "TORCH_TEST_"
+
+def feature_override(feature):
+    """The --repo_env variable that forces a feature of the table on or off (TORCH_TEST_NCCL)."""
+    return PREFIX + feature.upper()
