@@ -461,17 +461,15 @@ def test_default_timeout_without_bazel(monkeypatch):
 
 
 def test_default_timeout_stays_inside_bazels(monkeypatch):
-    margin = distributed.DEADLINE_MARGIN_S
+    # The runner's deadline already leaves Bazel its margin: the harness uses it as it is, and
+    # does not derive a second one from TEST_TIMEOUT.
     monkeypatch.delenv("TORCH_TEST_DEADLINE", raising=False)
-    monkeypatch.setenv("TEST_TIMEOUT", "100000")
-    assert distributed.default_timeout() == distributed.MAX_TIMEOUT_S
-    # Bazel counts TEST_TIMEOUT from the test's start, which is about this process's start.
     monkeypatch.setenv("TEST_TIMEOUT", "250")
-    age = int(subprocess.check_output(["ps", "-o", "etimes=", "-p", str(os.getpid())]))
-    assert abs(distributed.default_timeout() - (250 - margin - age)) < 1.5
-    # The runner's deadline, when earlier, wins.
+    assert distributed.default_timeout() == distributed.MAX_TIMEOUT_S
+    monkeypatch.setenv("TORCH_TEST_DEADLINE", str(time.time() + 100000))
+    assert distributed.default_timeout() == distributed.MAX_TIMEOUT_S
     monkeypatch.setenv("TORCH_TEST_DEADLINE", str(time.time() + 30))
-    assert 30 - margin - 1 < distributed.default_timeout() <= 30 - margin
+    assert 30 - 1 < distributed.default_timeout() <= 30
     monkeypatch.setenv("TORCH_TEST_DEADLINE", str(time.time() - 5))  # already late
     assert distributed.default_timeout() == distributed.MIN_TIMEOUT_S
     monkeypatch.setenv("TORCH_TEST_DEADLINE", "soon")
