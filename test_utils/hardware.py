@@ -15,48 +15,41 @@ them without this test library).
 
 import dataclasses
 
+from tools.hardware.probe import FEATURES
 from tools.hardware.variants import variant_for_gpus
 
 _ATTR = "__torch_test_requirements__"
-
-# The table's FEATURES: fields of Requirements, marked @requires_<feature>, offered by
-# tools.hardware.probe.has_<feature> (checked against the table by
-# //test_utils/tests:test_hardware_table).
-FEATURES = ("nccl", "triton")
 
 
 @dataclasses.dataclass(frozen=True)
 class Requirements:
     gpus: int = 0
-    nccl: bool = False
-    triton: bool = False
+    # Names of the table's FEATURES (tools.hardware.probe.FEATURES: each needs a GPU).
+    features: frozenset[str] = frozenset()
 
     def merged(self, other: "Requirements") -> "Requirements":
-        return Requirements(
-            gpus=max(self.gpus, other.gpus),
-            nccl=self.nccl or other.nccl,
-            triton=self.triton or other.triton,
-        )
+        return Requirements(max(self.gpus, other.gpus), self.features | other.features)
 
     @property
     def min_gpus(self) -> int:
-        return max(self.gpus, 1 if (self.nccl or self.triton) else 0)
+        return max(self.gpus, 1 if self.features else 0)
 
     @property
     def variant(self) -> str | None:
         """The variant with exactly min_gpus GPUs, or None if the table has none."""
         return variant_for_gpus(self.min_gpus)
 
-    @property
-    def features(self) -> frozenset[str]:
-        return frozenset(f for f in FEATURES if getattr(self, f))
 
-
-def requires(*, gpus: int = 0, nccl: bool = False, triton: bool = False):
-    """Decorator recording hardware needs on a test function or class."""
+def requires(*, gpus: int = 0, **features: bool):
+    """Decorator recording hardware needs on a test function or class: requires(nccl=True)."""
     if gpus < 0:
         raise ValueError(f"requires(gpus={gpus}): GPU count must be >= 0")
-    new = Requirements(gpus=gpus, nccl=nccl, triton=triton)
+    unknown = sorted(set(features) - set(FEATURES))
+    if unknown:
+        raise ValueError(
+            f"requires({', '.join(unknown)}=...): the table's features are {list(FEATURES)}"
+        )
+    new = Requirements(gpus, frozenset(f for f, needed in features.items() if needed))
 
     def mark(obj):
         # vars(), not getattr(): a subclass must not re-merge its parent's marker into itself.
@@ -74,6 +67,7 @@ def requires_gpus(n: int):
     return requires(gpus=n)
 
 
+# One marker per feature of the table (checked by //test_utils/tests:test_hardware_table).
 requires_nccl = requires(nccl=True)
 requires_triton = requires(triton=True)
 

@@ -121,11 +121,10 @@ def pytest_collection_finish(session):
 
 
 def pytest_runtest_setup(item):
-    req = requirements(item)
-    if req.nccl and not probe.has_nccl():
-        pytest.fail("test needs the NCCL backend, which this torch build lacks", pytrace=False)
-    if req.triton and not probe.has_triton():
-        pytest.fail("test needs triton with a GPU, which this host lacks", pytrace=False)
+    for feature in sorted(requirements(item).features):
+        lacking = probe.lacks(feature)
+        if lacking:
+            pytest.fail(f"test needs {lacking}", pytrace=False)
 
 
 class _SkipAudit:

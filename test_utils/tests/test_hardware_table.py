@@ -15,7 +15,7 @@ import re
 import pytest
 
 from test_utils import hardware
-from tools.hardware import envvars, table, variants
+from tools.hardware import envvars, probe, table, variants
 
 STARLARK = json.loads((table.ROOT / "tools" / "build_defs" / "variants.json").read_text())
 BAZELRC = (table.ROOT / ".bazelrc").read_text()
@@ -44,7 +44,10 @@ def test_features_are_the_markers_python_knows():
     for feature, spec in STARLARK["FEATURES"].items():
         assert spec["marker"] == f"requires_{feature}" and hasattr(hardware, spec["marker"])
         assert spec["constraint"] == f"has_{feature}"
-        assert feature in hardware.Requirements(**{feature: True}).features
+        assert hardware.requirements_of(
+            hardware.requires(**{feature: True})(lambda: None)
+        ).features == {feature}
+        assert feature in probe.FEATURES, "and its probe"
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))

@@ -33,7 +33,7 @@ def test_markers_place_each_test_in_one_variant():
     assert hardware.requirements_of(NcclClass.test_one, NcclClass).variant == "gpu"
     assert hardware.requirements_of(NcclClass.test_inherited, NcclClass).variant == "gpu"
     two = hardware.requirements_of(NcclClass.test_two, NcclClass)
-    assert (two.variant, two.gpus, two.nccl) == ("multi_gpu", 2, True)
+    assert (two.variant, two.gpus, "nccl" in two.features) == ("multi_gpu", 2, True)
 
 
 def test_class_marker_does_not_leak_into_the_base_class():

@@ -16,8 +16,9 @@ creates (variants, suffixes, GPU counts, tags, pools: the table in variants.bzl)
 
 Inside the source, test_utils.hardware markers place each test in one variant; the runner
 (//tools/runner:pytest_runner.py) leases exactly the variant's GPUs and fails if the host lacks
-them. Targets whose hardware the platform lacks are SKIPPED by Bazel. `nccl` / `triton` must
-name exactly the variants whose tests carry @requires_nccl / @requires_triton: the pytest
+them. Targets whose hardware the platform lacks are SKIPPED by Bazel. `nccl` / `triton` (or
+`features = {"nccl": [...]}`, for any feature of the table) must name exactly the variants
+whose tests carry @requires_nccl / @requires_triton: the pytest
 plugin fails collection otherwise (Starlark cannot read the markers, so this is checked, not
 derived). Per variant the target also gets its pool (pools.bzl).
 
@@ -74,7 +75,12 @@ def _check(name, variants, features, shard_count, lists = {}, env = {}):
         _fail(name, "unknown variants {}; known: {}".format(bad, VARIANTS.keys()))
     if len(variants) != len({v: None for v in variants}):
         _fail(name, "variants {} lists a variant twice".format(variants))
+    bad = _unknown(features.keys(), FEATURES)
+    if bad:
+        _fail(name, "features names {}; the table's features are {}".format(bad, FEATURES.keys()))
     for feature, listed in features.items():
+        if type(listed) != "list":
+            _fail(name, "features[{}] must be a list of variants, got {}".format(repr(feature), repr(listed)))
         gpuless = [v for v in listed if v in VARIANTS and not VARIANTS[v]["gpus"]]
         if gpuless:
             _fail(name, "{} lists the {} variant; {} needs GPUs".format(feature, " and ".join(gpuless), feature))
@@ -96,6 +102,14 @@ def _check(name, variants, features, shard_count, lists = {}, env = {}):
         if earlier and earlier.get("generator_function") == "torch_test" and earlier.get("generator_name") == name:
             _fail(name, "declared twice: target {} already exists in this package".format(name + spec["suffix"]))
 
+def _features(features, by_argument):
+    """`features` with the `nccl` / `triton` arguments added (each feature's variants)."""
+    merged = dict(features)
+    for feature, listed in by_argument.items():
+        if listed:
+            merged[feature] = merged.get(feature, []) + listed
+    return merged
+
 def _with_runner(deps):
     if type(deps) == "list":  # a source that imports the markers lists //test_utils:hardware too
         return RUNNER_DEPS + [d for d in deps if d not in RUNNER_DEPS]
@@ -112,6 +126,7 @@ def torch_test(
         variants = ["cpu"],
         nccl = [],
         triton = [],
+        features = {},
         shard_count = None,
         size = "medium",
         timeout = None,
@@ -130,6 +145,8 @@ def torch_test(
       variants: any of the table's variants (variants.bzl): "cpu", "gpu", "multi_gpu", ...
       nccl: the variants whose tests are marked @requires_nccl (never "cpu").
       triton: the variants whose tests are marked @requires_triton (never "cpu").
+      features: {feature: variants} for any feature of the table (variants.bzl FEATURES);
+        `nccl = [...]` is `features = {"nccl": [...]}`.
       shard_count: an int for every variant, or a dict from variant to int.
       size: Bazel test size of every variant.
       timeout: Bazel timeout; default: the variant's (GPU variants may wait for the lease).
@@ -144,7 +161,7 @@ def torch_test(
       args: extra pytest arguments.
       **kwargs: passed to every py_test (e.g. flaky).
     """
-    features = {"nccl": nccl, "triton": triton}
+    features = _features(features, {"nccl": nccl, "triton": triton})
     _check(
         name,
         variants,
@@ -155,7 +172,7 @@ def torch_test(
     )
     src = src or name + ".py"
 
-    used_by = {v: [f for f in FEATURES if v in features[f]] for v in variants}
+    used_by = {v: [f for f in FEATURES if v in features.get(f, [])] for v in variants}
 
     # Every variant's features, for the pytest plugin's check against the markers.
     declared_features = json.encode(used_by)

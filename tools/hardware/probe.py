@@ -2,10 +2,16 @@
 
 nvidia-smi is asked once per process tree: the runner puts the answer in the environment it
 composes for the test (`exported_env`), and every process below reads it from there.
+
+FEATURES holds the probe of each feature of the table (tools/build_defs/variants.bzl): the
+plugin asks it before a test marked @requires_<feature>, and tools/platforms/host_hardware.bzl
+runs `main` to decide which has_<feature> constraints the host offers.
+Adding a feature: its row in the table, its probe below (and its marker in test_utils.hardware).
 """
 
 import functools
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -75,3 +81,24 @@ def has_nccl() -> bool:
     import torch.distributed as dist
 
     return dist.is_available() and dist.is_nccl_available()
+
+
+# {feature: (probe, what a test that needs it is told it lacks)}, in the table's order.
+FEATURES = {
+    "nccl": (has_nccl, "the NCCL backend, which this torch build lacks"),
+    "triton": (has_triton, "triton with a GPU, which this host lacks"),
+}
+
+
+def lacks(feature: str) -> str | None:
+    """What this host lacks of `feature` (for the test's failure), or None if it has it."""
+    has, missing = FEATURES[feature]
+    return None if has() else missing
+
+
+def main() -> None:
+    """For host_hardware.bzl: {"cuda": bool, "features": [names]} of this interpreter's torch."""
+    import torch
+
+    features = [f for f, (has, _) in FEATURES.items() if has()]
+    print(json.dumps({"cuda": torch.cuda.is_available(), "features": features}))
