@@ -52,13 +52,13 @@ gpu_probes=($(awk '{print "//tools/remote:probe" $1}' <<<"$gpu_variants"))
 # Check 9's bound. BuildGrid 0.9.1 refuses database work for 30 s after its first connection error
 # (COOLDOWN_TIME_AFTER_POOL_DISPOSE_SECONDS, not configurable), so the finished test is reported
 # ~30 s after PostgreSQL went down, whatever the outage; then up to 5 s until Bazel's next
-# WaitExecution, and ~2 s of test setup and test.xml. Measured on the 2-core VM: 32, 32, 34 s
-# (before the fix: 66-74 s, the test ran twice). 45 s = 30 + 5 + 10 for a loaded host.
+# WaitExecution, and ~2 s of test setup and test.xml (tools/remote/README.md has the runs).
+# 45 s = 30 + 5 + 10 for a loaded host.
 readonly PG_RESTART_BOUND_S="${PG_RESTART_BOUND_S:-45}"
 # Check 12's bound. The dead worker's bot session expires 60 s after its last call
 # (bot-session-keepalive-timeout, buildgrid_config.py; the kill cancels its poll, so that is the
 # moment of the kill), the watchdog waits RIG_POOL_DEAD_AFTER_S (10) more and looks every 2 s;
-# Bazel learns of it at once. Measured: 68, 68, 70, 70 s after the kill (before: no report).
+# Bazel learns of it at once (tools/remote/README.md has the runs).
 readonly POOL_DEAD_BOUND_S="${POOL_DEAD_BOUND_S:-90}"
 
 # bazel_in DIR OUTPUT_BASE COMMAND ARGS...: Bazel in DIR with its own output base and no bazel-*

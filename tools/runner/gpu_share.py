@@ -1,13 +1,12 @@
 """How much of its GPUs a GPU test leases, from measured facts: whole GPUs or a memory share.
 
 Tests bound by compiling on the CPU leave the GPU mostly idle, so several of them on one GPU
-finish sooner (issue 16: 80 s -> 64 s on a 1-GPU host with two per GPU). Sharing must never
+finish sooner (README "Numbers"). Sharing must never
 turn an OOM into a flake, so each GPU is cut into SLOTS slots of equal memory (of the smallest
 visible GPU) and a test takes as many as its recorded peak GPU memory needs, with a margin for
 what the caching allocator does not count (CUDA context, library workspaces); its memory is
 then capped at those slots (tools/hardware/memory_cap.py). A small test thus runs beside
-two large ones instead of waiting for half a GPU (H100, 2026-11-25: test_recompile_ux_gpu,
-~1 GiB, held one of two halves for 17 s while a 13.6 GiB shard waited). Otherwise it takes
+two large ones instead of holding half a GPU while a large one waits. Otherwise it takes
 every slot of its GPUs:
 
   the target says it needs a whole GPU     TORCH_TEST_WHOLE_GPU=1 (torch_test whole_gpu = True)

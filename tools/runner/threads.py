@@ -1,9 +1,9 @@
 """CPU thread budget of a test process, so tests running side by side share the host's cores.
 
 Unbounded, every torch process starts one intra-op thread per core and inductor one compile
-worker per core: on a 16-core GPU host running ~8 tests at once each target then ran 1.4-1.6x
-slower than alone (issue 16). Bazel 4.2.3 does not tell a test how many tests run beside it
-(--local_test_jobs is not in its environment), so the runner counts them: every runner holds
+worker per core, so tests running side by side oversubscribe the host many times over.
+Bazel 4.2.3 does not tell a test how many tests run beside it (--local_test_jobs is not in its
+environment), so the runner counts them: every runner holds
 an flock on a file of its own in a host-wide directory (the kernel drops it when the process
 dies, so crashed tests never count), and the number of held files is the number of tests
 running now. The budget is re-taken before every test case, since peers start and finish:
