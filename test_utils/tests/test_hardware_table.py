@@ -30,7 +30,9 @@ def test_python_reads_the_table_starlark_evaluates():
 
 
 def test_python_and_starlark_name_the_same_variables():
-    assert table.read_literals(ENVVARS_BZL)["RUNNER_ENV"] == envvars.NAMES
+    starlark = table.read_literals(ENVVARS_BZL)
+    assert starlark["RUNNER_ENV"] == envvars.NAMES
+    assert starlark["PREFIX"] == envvars.PREFIX
 
 
 def test_the_macro_gives_every_target_the_tables_gpu_counts():

@@ -25,21 +25,13 @@ derived). Per variant the target also gets its pool (pools.bzl).
 Declarations that contradict each other fail at loading time with a message naming them.
 """
 
-load("//tools/hardware:envvars.bzl", "PREFIX", "RUNNER_ENV")
+load("//tools/hardware:envvars.bzl", "COMMON_ENV", "PREFIX", "RUNNER_ENV")
 load(":pools.bzl", "exec_properties_for")
 load(":python.bzl", "py_test")
 load(":recorded.bzl", "recorded_env")
 load(":variants.bzl", "FEATURES", "VARIANTS", "gpu_constraint", "tag_filter")
 
 _PLATFORMS = "//tools/platforms:"
-
-# Every test process: no network access to model hubs; no bytecode written, unless the runner
-# gives its tests a shared bytecode cache (tools/runner/bytecode.py).
-COMMON_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-}
 
 RUNNER = "//tools/runner:pytest_runner.py"
 
@@ -48,7 +40,8 @@ RUNNER_DEPS = ["//test_utils:hardware", "//tools/runner"]
 
 # What tools/hardware/variants.py needs of the table: each variant's GPU count. Passed in the
 # environment rather than as a file, so editing a pool or timeout re-runs nothing.
-_VARIANT_GPUS = json.encode({v: VARIANTS[v]["gpus"] for v in VARIANTS})
+# Pairs, not an object: json.encode sorts an object's keys, and the table's order is kept.
+_VARIANT_GPUS = json.encode([[v, VARIANTS[v]["gpus"]] for v in VARIANTS])
 
 def _fail(name, message):
     fail("torch_test(name = \"{}\"): {}".format(name, message))

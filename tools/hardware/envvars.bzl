@@ -29,6 +29,15 @@ HOST_ENV = {
     "ENV_FINGERPRINT": "TORCH_TEST_ENV_FINGERPRINT",
 }
 
+# Every test process (torch_test's targets, and bench/'s plain pytest runs: bench/plain_env.py):
+# no network access to model hubs; no bytecode written, unless the runner gives its tests a
+# shared bytecode cache (tools/runner/bytecode.py). A plain literal: Python reads it.
+COMMON_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
+
 # The prefix torch_test keeps for itself and its runner (a target's env may not set one).
 PREFIX = "TORCH_TEST_"
 

@@ -8,9 +8,12 @@ Standard library only: the rig and bench/ import it outside Bazel.
 
 import json
 
+# Every name below starts with it; torch_test refuses a target env that sets one.
+PREFIX = "TORCH_TEST_"
+
 # Set by the torch_test macro (tools/build_defs/torch_test.bzl) for every target.
 VARIANT = "TORCH_TEST_VARIANT"  # this target's variant
-VARIANTS = "TORCH_TEST_VARIANTS"  # JSON {variant: GPUs}, the table's order
+VARIANTS = "TORCH_TEST_VARIANTS"  # JSON [[variant, GPUs]], in the table's order
 DECLARED_VARIANTS = "TORCH_TEST_DECLARED_VARIANTS"  # JSON [variant]: the source's targets
 DECLARED_FEATURES = "TORCH_TEST_DECLARED_FEATURES"  # JSON {variant: [feature]}
 WHOLE_GPU = "TORCH_TEST_WHOLE_GPU"  # "1": never share a GPU (tools/runner/gpu_share.py)
@@ -31,7 +34,7 @@ START_METHOD = "TORCH_TEST_START_METHOD"  # rank processes: "forkserver" or "spa
 NAMES = {
     name: value
     for name, value in dict(globals()).items()
-    if name.isupper() and isinstance(value, str) and value.startswith("TORCH_TEST_")
+    if name != "PREFIX" and isinstance(value, str) and value.startswith(PREFIX)
 }
 
 

@@ -14,7 +14,7 @@ from tools.hardware import envvars, probe
 def _variant_gpus() -> dict[str, int]:
     declared = os.environ.get(envvars.VARIANTS)
     if declared:
-        return {name: int(n) for name, n in envvars.decode(declared).items()}
+        return {name: int(n) for name, n in envvars.decode(declared)}
     from tools.hardware import table  # plain pytest: read the table itself
 
     return {name: spec["gpus"] for name, spec in table.table()["VARIANTS"].items()}

@@ -18,15 +18,15 @@ HOST_GPUS = 8
 # hold their leases at the same time, or neither finishes.
 BODY = """
 import os, pathlib, time, types
-from test_utils import hardware
 from test_utils.hardware import requires_gpus
 from test_utils.multiprocess_testcase import MultiProcessTestCase
+from tools.hardware import probe
 
 def _meet(me, other):
     here = pathlib.Path(os.environ["MEETING"])
     seen = os.environ["CUDA_VISIBLE_DEVICES"]
     rank_world = MultiProcessTestCase.world_size.fget(types.SimpleNamespace(device_type="cuda"))
-    (here / me).write_text(f"{seen} {hardware.visible_gpu_count()} {rank_world}")
+    (here / me).write_text(f"{seen} {probe.visible_gpu_count()} {rank_world}")
     deadline = time.monotonic() + 60
     while not (here / other).exists():
         assert time.monotonic() < deadline, f"{other} never ran while {me} held its GPUs"
