@@ -40,7 +40,9 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import plain_env  # noqa: E402
 from tools import update_test_times  # noqa: E402
+from tools.hardware import envvars  # noqa: E402
 from tools.hardware.probe import host_gpu_count  # noqa: E402
 from tools.hardware.table import table  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
@@ -135,23 +137,10 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
     as the torch_test macro declares them.
     """
     cold_kernel_cache()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TEST_")}
-    env.update(
-        PYTHONPATH=str(ROOT),
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-        NCCL_NVLS_ENABLE="0",
-        TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
-        NVSHMEM_DISABLE_NVLS="1",
+    caches = dict(
         TORCHINDUCTOR_CACHE_DIR=str(KERNEL_CACHE / "pytest-inductor"),
         TRITON_CACHE_DIR=str(KERNEL_CACHE / "pytest-triton"),
     )
-    # The same bytecode as Bazel's tests get (the runner's decision, cold like the kernel
-    # cache), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling, and
-    # the bound is not inflated by sources compiled again in every process.
-    env.pop("PYTHONPYCACHEPREFIX", None)
-    bytecode.configure(env, str(KERNEL_CACHE / "pytest-bytecode"))
     declared: dict[str, list[str]] = {}
     for label in every:
         source, variant = variant_of(label)
@@ -163,9 +152,13 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
     for index, label in enumerate(ran):
         source, variant = variant_of(label)
         xml = scratch / f"{index}.xml"
-        env.update(
-            TORCH_TEST_VARIANT=variant, TORCH_TEST_DECLARED_VARIANTS=json.dumps(declared[source])
-        )
+        env = plain_env.plain_pytest_env(variant, str(ROOT), **caches)
+        env[envvars.DECLARED_VARIANTS] = json.dumps(declared[source])
+        # The same bytecode as Bazel's tests get (the runner's decision, cold like the kernel
+        # cache), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling,
+        # and the bound is not inflated by sources compiled again in every process.
+        env.pop("PYTHONPYCACHEPREFIX", None)
+        bytecode.configure(env, str(KERNEL_CACHE / "pytest-bytecode"))
         cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", source]
         proc, wall = timed([*cmd, f"--junitxml={xml}", "-p", "no:cacheprovider"], env=env)
         summary = (proc.stdout.strip().splitlines() or ["?"])[-1]
