@@ -35,6 +35,12 @@ readonly workspace="$PWD"
 scratch="$(mktemp -d /tmp/torch_tests_remote_check.XXXXXX)"
 chmod 755 "$scratch" # PostgreSQL runs as its own user under it
 export RIG_DIR="${scratch}/rig" RIG_PORT="${RIG_PORT:-8981}"
+RIG_INSTANCE="$(rig_setting RIG_INSTANCE)"
+export RIG_INSTANCE
+# The pool property key and the cpu variant's pool (tools/build_defs: pools.bzl, variants.bzl).
+read -r pool_key cpu_pool < <(python3 -c "from tools.remote.pools import read_pools
+key, pools = read_pools()
+print(key, pools['cpu'])")
 readonly endpoint="grpc://127.0.0.1:${RIG_PORT}"
 readonly clone="${scratch}/clone"
 readonly logs="${RIG_DIR}/logs"
@@ -108,9 +114,9 @@ expect_no_line "$out" "SKIPPED" "no target SKIPPED"
 cpu="$(executions cpu)" gpu="$(executions gpu)"
 echo "cpu worker ran:" && sed 's/^/  /' <<<"$cpu"
 echo "gpu worker ran:" && sed 's/^/  /' <<<"$gpu"
-expect_line "$cpu" "^//tools/remote:probe Pool=cpu test-setup.sh$" "cpu probe on the cpu worker"
+expect_line "$cpu" "^//tools/remote:probe ${pool_key}=${cpu_pool} test-setup.sh$" "cpu probe on the cpu worker"
 while read -r suffix pool; do
-  expect_line "$gpu" "^//tools/remote:probe${suffix} Pool=${pool} test-setup.sh$" \
+  expect_line "$gpu" "^//tools/remote:probe${suffix} ${pool_key}=${pool} test-setup.sh$" \
     "probe${suffix} on the gpu worker, pool ${pool}"
 done <<<"$gpu_variants"
 expect_line "$cpu" "^//tools/selftest:probe_tqdm " "selftest probe on the cpu worker"
@@ -151,7 +157,7 @@ sed -i "s/\"pool\": \"${gpu_pool}\"/\"pool\": \"${other_pool}\"/" "${clone}/tool
 out="$(bazel_in "$clone" "${scratch}/ob2" test "${remote[@]}" //tools/remote:all)"
 expect_line "$out" "$(fresh //tools/remote:probe_gpu)" "gpu variant on another pool: re-ran"
 expect_line "$out" "$(cached //tools/remote:probe)" "cpu variant: still cached"
-expect_line "$(executions gpu)" "^//tools/remote:probe_gpu Pool=${other_pool} test-setup.sh$" "re-ran on pool ${other_pool}"
+expect_line "$(executions gpu)" "^//tools/remote:probe_gpu ${pool_key}=${other_pool} test-setup.sh$" "re-ran on pool ${other_pool}"
 cp "${workspace}/tools/build_defs/variants.bzl" "${clone}/tools/build_defs/variants.bzl"
 
 say "5. --config=remote_cache: shared CPU results, read-only unless --config=ci"
@@ -232,7 +238,7 @@ from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_p
 from buildgrid._protos.build.bazel.remote.execution.v2.remote_execution_pb2_grpc import ActionCacheStub
 blob = os.urandom(16)
 request = re_pb2.UpdateActionResultRequest(
-    instance_name="main",
+    instance_name=os.environ["RIG_INSTANCE"],
     action_digest=re_pb2.Digest(hash=hashlib.sha256(blob).hexdigest(), size_bytes=len(blob)),
     action_result=re_pb2.ActionResult(exit_code=0),
 )

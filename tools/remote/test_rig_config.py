@@ -5,7 +5,7 @@ import re
 import unittest
 
 from tools.hardware import table
-from tools.remote import buildgrid_config, pools
+from tools.remote import buildgrid_config, pools, rig_settings
 
 
 def _render(**overrides):
@@ -60,6 +60,19 @@ class ConfigTest(unittest.TestCase):
         config = _render(threads=123)
         self.assertIn("thread-pool-size: 123", config)
         self.assertIn("maximum-concurrent-rpcs: 123", config)
+
+
+class SettingsTest(unittest.TestCase):
+    def test_bazelrc_names_the_rigs_port_and_instance(self):
+        bazelrc = (table.ROOT / ".bazelrc").read_text()
+        endpoints = re.findall(r"^build:\w+ --remote_(?:executor|cache)=(\S+)$", bazelrc, re.M)
+        instances = re.findall(r"^build:\w+ --remote_instance_name=(\S+)$", bazelrc, re.M)
+        self.assertEqual(len(endpoints), 2)  # --config=remote and --config=remote_cache
+        self.assertEqual(set(endpoints), {f"grpc://127.0.0.1:{rig_settings.PORT}"})
+        self.assertEqual(set(instances), {rig_settings.INSTANCE})
+        self.assertEqual(len(instances), 2)
+        rig_dir = rig_settings.SETTINGS["RIG_DIR"]
+        self.assertRegex(bazelrc, rf"(?m)^try-import {re.escape(rig_dir)}/auth\.bazelrc$")
 
 
 if __name__ == "__main__":
