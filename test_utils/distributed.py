@@ -548,15 +548,9 @@ def single_process_group(backend: str, device: str | None = None):
         raise RuntimeError("a default process group already exists in this process")
     store_dir = tempfile.mkdtemp(prefix="rendezvous-", dir=_scratch_root())
     try:
-        kwargs = {}
-        if "nccl" in backend:
-            target = torch.device(device) if device else torch.device("cuda", 0)
-            torch.cuda.set_device(target)
-            kwargs["device_id"] = target
-        else:
-            target = torch.device(device or "cpu")
-        store = dist.FileStore(os.path.join(store_dir, "store"), 1)
-        dist.init_process_group(backend, store=store, rank=0, world_size=1, **kwargs)
+        default = torch.device("cuda", 0) if "nccl" in backend else torch.device("cpu")
+        target = torch.device(device) if device else default
+        rank_process.init_process_group(backend, os.path.join(store_dir, "store"), 0, 1, target)
         try:
             yield target
         finally:

@@ -33,6 +33,7 @@ import sys
 import tempfile
 
 from tools.hardware import envvars
+from tools.runner import lifetime
 
 DEFAULT_DIR = "/dev/shm/torch_test_jobs"
 MIN_THREADS = 2
@@ -67,21 +68,17 @@ def running_tests(directory: pathlib.Path) -> int:
         if path.name.startswith(STAGING):
             continue
         try:
-            fd = os.open(path, os.O_RDONLY)
+            held = lifetime.is_held(path)
         except FileNotFoundError:
             continue  # removed by another counter
         except PermissionError:
             count += 1  # another user's test (registrations are readable; assume it lives)
             continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            count += 1  # held by a live test (or by this one, through its own descriptor)
+        if held:
+            count += 1  # a live test (or this one, through its own descriptor)
         else:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-        finally:
-            os.close(fd)
     return count
 
 
