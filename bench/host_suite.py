@@ -188,7 +188,7 @@ def runner_lines(targets: dict[str, bep.Target], *patterns: str) -> list[str]:
 
 
 def main() -> int:
-    python = os.environ.get("TORCH_TEST_PYTHON")
+    python = os.environ.get(envvars.PYTHON)
     if not python:
         print("set TORCH_TEST_PYTHON to the interpreter with torch (host mode)", file=sys.stderr)
         return 2

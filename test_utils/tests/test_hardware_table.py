@@ -31,7 +31,7 @@ def test_python_reads_the_table_starlark_evaluates():
 
 def test_python_and_starlark_name_the_same_variables():
     starlark = table.read_literals(ENVVARS_BZL)
-    assert starlark["RUNNER_ENV"] == envvars.NAMES
+    assert {**starlark["RUNNER_ENV"], **starlark["HOST_ENV"]} == envvars.NAMES
     assert starlark["PREFIX"] == envvars.PREFIX
 
 

@@ -1,8 +1,9 @@
 """Every TORCH_TEST_* variable, for Starlark: the twin of tools/hardware/envvars.py.
 
-RUNNER_ENV holds the names Python shares (//test_utils/tests:test_hardware_table checks it
-equals envvars.py's NAMES; keep it a plain literal, which Python reads). HOST_ENV holds what only
-repository rules read (--repo_env). Structured values are json.encode()d.
+RUNNER_ENV holds what the macro hands the runner and its tests, HOST_ENV what repository rules
+read (--repo_env); //test_utils/tests:test_hardware_table checks that the two together equal
+envvars.py's NAMES (keep them plain literals, which Python reads). Structured values are
+json.encode()d.
 """
 
 RUNNER_ENV = {
@@ -22,11 +23,14 @@ RUNNER_ENV = {
     "START_METHOD": "TORCH_TEST_START_METHOD",
 }
 
-# Repository rules' overrides of what tools/platforms/host_hardware.bzl detects.
+# What repository rules read (host_hardware.bzl, tools/python/pypi.bzl), set by users,
+# tools/bazel and the gate.
 HOST_ENV = {
-    "GPUS": "TORCH_TEST_GPUS",
-    "PYTHON": "TORCH_TEST_PYTHON",
-    "ENV_FINGERPRINT": "TORCH_TEST_ENV_FINGERPRINT",
+    "GPUS": "TORCH_TEST_GPUS",  # overrides the detected GPU count
+    "PYTHON": "TORCH_TEST_PYTHON",  # host-interpreter mode: the tests' Python
+    "LOCK": "TORCH_TEST_LOCK",  # another lock than the pinned one
+    "LOCK_SHA256": "TORCH_TEST_LOCK_SHA256",  # its digest (tools/bazel)
+    "ENV_FINGERPRINT": "TORCH_TEST_ENV_FINGERPRINT",  # host mode's environment digest
 }
 
 # Every test process (torch_test's targets, and bench/'s plain pytest runs: bench/plain_env.py):

@@ -29,6 +29,12 @@ GPU_LEASE_DIR = "TORCH_TEST_GPU_LEASE_DIR"  # the GPU lease's lock directory
 JOBS_DIR = "TORCH_TEST_JOBS_DIR"  # the thread budget's registry of running tests
 SLOTS_PER_GPU = "TORCH_TEST_SLOTS_PER_GPU"  # overrides the GPU sharing policy
 START_METHOD = "TORCH_TEST_START_METHOD"  # rank processes: "forkserver" or "spawn"
+# Read by repository rules (envvars.bzl's HOST_ENV); the gate and bench/ set them.
+GPUS = "TORCH_TEST_GPUS"  # overrides the detected GPU count
+PYTHON = "TORCH_TEST_PYTHON"  # host-interpreter mode: the tests' Python
+LOCK = "TORCH_TEST_LOCK"  # another lock than the pinned one
+LOCK_SHA256 = "TORCH_TEST_LOCK_SHA256"  # its digest (tools/bazel)
+ENV_FINGERPRINT = "TORCH_TEST_ENV_FINGERPRINT"  # host mode's environment digest
 
 # The names above: what the Starlark twin must agree with.
 NAMES = {

@@ -80,5 +80,5 @@ host_hardware = repository_rule(
     implementation = _host_hardware_impl,
     configure = True,
     local = True,
-    environ = HOST_ENV.values() + [feature_override(f) for f in FEATURES],
+    environ = [HOST_ENV[k] for k in ("GPUS", "PYTHON", "ENV_FINGERPRINT")] + [feature_override(f) for f in FEATURES],
 )
