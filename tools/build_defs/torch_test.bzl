@@ -99,7 +99,7 @@ def _features(features, by_argument):
     """`features` with the `nccl` / `triton` arguments added (each feature's variants)."""
     merged = dict(features)
     for feature, listed in by_argument.items():
-        if listed:
+        if listed and type(listed) == "list":  # _check names any other type
             merged[feature] = merged.get(feature, []) + listed
     return merged
 
