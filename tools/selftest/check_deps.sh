@@ -44,6 +44,10 @@ PY
 # The tools (runner, lease, hardware model, gate, results, the recorder) stand on no test
 # library: editing a test helper must not change them or what they stage.
 tools='//tools/runner:runner + //tools/hardware/... + //tools/gate:gate + //tools/results/... + //tools:update_test_times'
-leaks="$("$BAZEL" query "deps(${tools}) intersect //test_utils/..." 2>&1 | grep '^//' | tr '\n' ' ')"
-[[ -z $leaks ]] && pass "no tool depends on //test_utils" || fail "tools depend on the test library: ${leaks}"
+if leaks="$("$BAZEL" query "deps(${tools}) intersect //test_utils/..." 2>/dev/null)"; then
+  [[ -z $leaks ]] && pass "no tool depends on //test_utils" ||
+    fail "tools depend on the test library: $(tr '\n' ' ' <<<"$leaks")"
+else
+  fail "bazel query of the tools' dependencies failed"
+fi
 finish
