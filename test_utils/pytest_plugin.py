@@ -115,9 +115,9 @@ def _feature_mismatch(items) -> str | None:
 def pytest_collection_finish(session):
     if not session.items:
         return
-    missing = variants.missing_hardware(variants.current_variant())
-    if missing:
-        pytest.exit(f"cannot run on this host: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
+    refused = variants.cannot_run(variants.current_variant())
+    if refused:
+        pytest.exit(refused, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_runtest_setup(item):

@@ -53,6 +53,12 @@ def device_type() -> str:
     return "cuda" if gpus_needed(current_variant()) else "cpu"
 
 
+def cannot_run(variant: str) -> str | None:
+    """The error of a run of `variant` on this host (the runner's and plain pytest's), or None."""
+    missing = missing_hardware(variant)
+    return f"cannot run on this host: {missing}" if missing else None
+
+
 def missing_hardware(variant: str) -> str | None:
     """Why this host cannot run `variant` (e.g. 'needs 2 GPUs, found 0'), or None if it can."""
     need = gpus_needed(variant)

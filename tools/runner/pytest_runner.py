@@ -161,9 +161,9 @@ def _gpus_for(variant: str, env, holder: str):
     if not need:
         yield {}
         return
-    missing = variants.missing_hardware(variant)
-    if missing:
-        raise gpu_lease.LeaseError(f"cannot run on this host: {missing}")
+    refused = variants.cannot_run(variant)
+    if refused:
+        raise gpu_lease.LeaseError(refused)
     deadline = float(env.get(envvars.DEADLINE, time.time() + 3600))
     asked = time.time()
     share = gpu_share.decide(env)
