@@ -26,6 +26,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import plain_env  # noqa: E402
 from tools.results import bep, junit, runner_log  # noqa: E402
 from tools.runner.pytest_runner import SHARED_CACHE  # noqa: E402
 
@@ -104,20 +105,13 @@ def pypi_env() -> dict:
         / "external"
         / "pypi"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TEST_")}
-    env.update(
-        PYTHONPATH=f"{ROOT}:{external / 'site'}",
-        HF_HUB_OFFLINE="1",
-        TORCH_TEST_VARIANT="cpu",
-        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-        TORCHINDUCTOR_CACHE_DIR=str(KERNEL_CACHE / "pytest-inductor"),
-    )
+    env = plain_env.plain_pytest_env("cpu", f"{ROOT}:{external / 'site'}", KERNEL_CACHE / "pytest")
     return env, str(external / "venv" / "bin" / "python3")
 
 
 def plain_pytest():
     env, python = pypi_env()
-    shutil.rmtree(KERNEL_CACHE / "pytest-inductor", ignore_errors=True)
+    shutil.rmtree(KERNEL_CACHE / "pytest", ignore_errors=True)
     rows, wall, cpu, peak = [], 0.0, 0.0, 0
     for source in CPU_SOURCES:
         cmd = [

@@ -45,11 +45,13 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from test_utils.hardware import host_gpu_count  # noqa: E402
-from test_utils.hardware_table import table  # noqa: E402
+from bench import plain_env  # noqa: E402
 from tools import update_test_times  # noqa: E402
+from tools.hardware import envvars  # noqa: E402
+from tools.hardware.probe import host_gpu_count  # noqa: E402
+from tools.hardware.table import table  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
-from tools.runner import bytecode, pytest_runner  # noqa: E402
+from tools.runner import pytest_runner  # noqa: E402
 
 RESULTS = pathlib.Path(os.environ.get("RESULTS_DIR", ROOT / "bench" / "results"))
 BAZEL = str(ROOT / "tools" / "bazel")
@@ -134,29 +136,6 @@ def record_peaks_if_missing() -> str:
     return f"recorded in {wall:.0f} s: {json.dumps(got)} (commit tools/test_times.bzl)"
 
 
-def plain_pytest_env(caches: pathlib.Path) -> dict:
-    """The environment plain pytest runs in beside Bazel's tests: the same offline settings,
-    plugins and bytecode decision, kernel caches under `caches`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TEST_")}
-    env.update(
-        PYTHONPATH=str(ROOT),
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-        NCCL_NVLS_ENABLE="0",
-        TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
-        NVSHMEM_DISABLE_NVLS="1",
-        TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"),
-        TRITON_CACHE_DIR=str(caches / "triton"),
-    )
-    # The same bytecode as Bazel's tests get (the runner's decision, cold like the kernel
-    # cache), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling, and
-    # the bound is not inflated by sources compiled again in every process.
-    env.pop("PYTHONPYCACHEPREFIX", None)
-    bytecode.configure(env, str(caches / "bytecode"))
-    return env
-
-
 def plain_pytest(ran: list[str], every: list[str], python: str):
     """Plain pytest, one (file, variant) of `ran` after another; per-case seconds from JUnit.
 
@@ -164,7 +143,6 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
     as the torch_test macro declares them.
     """
     cold_kernel_cache()
-    env = plain_pytest_env(KERNEL_CACHE / "pytest")
     declared: dict[str, list[str]] = {}
     for label in every:
         source, variant = variant_of(label)
@@ -176,9 +154,8 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
     for index, label in enumerate(ran):
         source, variant = variant_of(label)
         xml = scratch / f"{index}.xml"
-        env.update(
-            TORCH_TEST_VARIANT=variant, TORCH_TEST_DECLARED_VARIANTS=",".join(declared[source])
-        )
+        env = plain_env.plain_pytest_env(variant, str(ROOT), KERNEL_CACHE / "pytest")
+        env[envvars.DECLARED_VARIANTS] = json.dumps(declared[source])
         cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", source]
         proc, wall = timed([*cmd, f"--junitxml={xml}", "-p", "no:cacheprovider"], env=env)
         summary = (proc.stdout.strip().splitlines() or ["?"])[-1]
@@ -243,7 +220,7 @@ def gpu_occupancy(lease_lines: list[str], cases, rows, start: float) -> float:
 
 
 def main() -> int:
-    python = os.environ.get("TORCH_TEST_PYTHON")
+    python = os.environ.get(envvars.PYTHON)
     if not python:
         print("set TORCH_TEST_PYTHON to the interpreter with torch (host mode)", file=sys.stderr)
         return 2

@@ -41,7 +41,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import host_suite  # noqa: E402
+from bench import host_suite, plain_env  # noqa: E402
 from tools.results import bep, junit, runner_log  # noqa: E402
 
 PACKAGE = "bench/_scale"
@@ -132,9 +132,7 @@ def generate(shape: str, n: int, shards: int = 1) -> list[str]:
 
 
 def pytest_env() -> dict:
-    env = host_suite.plain_pytest_env(host_suite.KERNEL_CACHE / "scale")
-    env["TORCH_TEST_VARIANT"] = "cpu"
-    return env
+    return plain_env.plain_pytest_env("cpu", str(ROOT), host_suite.KERNEL_CACHE / "scale")
 
 
 def run_pytest(python: str, extra: list[str]) -> tuple[float, str]:

@@ -22,7 +22,7 @@ How a run works, and why:
   a `finally`, so KeyboardInterrupt (the runner's SIGTERM) leaves no process behind; the
   forkserver is killed at exit (atexit) and otherwise exits when this process dies.
 
-Environment read: TEST_TIMEOUT and TORCH_TEST_DEADLINE (timeouts), TEST_TMPDIR (rendezvous
+Environment read: TORCH_TEST_DEADLINE (the runner's, used as is), TEST_TMPDIR (rendezvous
 files), TEST_UNDECLARED_OUTPUTS_DIR (rank logs), TORCH_TEST_START_METHOD. Ranks get a copy of
 this process's os.environ at each run_ranks call, plus RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE and GLOO_SOCKET_IFNAME=lo (unless set). Environment variables that torch reads
@@ -47,17 +47,15 @@ import torch
 import torch.distributed as dist
 
 from test_utils import rank_process
+from tools.hardware import envvars
 
 MAX_TIMEOUT_S = 300.0
-# Left between the harness timeout and Bazel's: stack dumps, kills, pytest's report and XML.
-DEADLINE_MARGIN_S = 20.0
 MIN_TIMEOUT_S = 1.0
 GRACE_S = 3.0
 STACK_DUMP_WAIT_S = 2.0
 REAP_WAIT_S = 10.0
 LOG_TAIL_LINES = 40
 
-START_METHOD_ENV = "TORCH_TEST_START_METHOD"
 START_METHODS = ("forkserver", "spawn")
 # Imported once in the forkserver; every rank inherits them (~1 s of imports per rank saved).
 FORKSERVER_PRELOAD = (
@@ -80,26 +78,15 @@ class RankFailure(AssertionError):
 
 
 def default_timeout() -> float:
-    """Seconds a run may take: MAX_TIMEOUT_S, less if Bazel's deadline is closer.
+    """Seconds a run may take: MAX_TIMEOUT_S, less if the runner's deadline is closer.
 
-    Bazel kills the test at TEST_TIMEOUT seconds after it started; the runner may also export
-    TORCH_TEST_DEADLINE (epoch seconds). The harness must fail first, with its report.
+    The runner turns Bazel's TEST_TIMEOUT into one deadline (envvars.DEADLINE, epoch seconds)
+    that already leaves its margin for stack dumps, kills and the report; it is used as is.
     """
-    left = _seconds_left()
-    if left is None:
+    deadline = _float_env(envvars.DEADLINE)
+    if deadline is None:
         return MAX_TIMEOUT_S
-    return max(MIN_TIMEOUT_S, min(MAX_TIMEOUT_S, left - DEADLINE_MARGIN_S))
-
-
-def _seconds_left() -> float | None:
-    candidates = []
-    deadline = _float_env("TORCH_TEST_DEADLINE")
-    if deadline is not None:
-        candidates.append(deadline - time.time())
-    test_timeout = _float_env("TEST_TIMEOUT")
-    if test_timeout is not None:
-        candidates.append(test_timeout - _process_age())
-    return min(candidates, default=None)
+    return max(MIN_TIMEOUT_S, min(MAX_TIMEOUT_S, deadline - time.time()))
 
 
 def _float_env(name: str) -> float | None:
@@ -110,20 +97,6 @@ def _float_env(name: str) -> float | None:
         return float(value)
     except ValueError:
         raise ValueError(f"{name}={value!r} is not a number of seconds") from None
-
-
-def _process_age() -> float:
-    """Seconds since this process started (Bazel's clock starts about then)."""
-    try:
-        with open("/proc/self/stat") as f:
-            # Field 22 (starttime, clock ticks after boot); fields 3+ follow the last ')'.
-            start_ticks = int(f.read().rpartition(")")[2].split()[19])
-        return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return time.monotonic() - _IMPORTED_AT
-
-
-_IMPORTED_AT = time.monotonic()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,9 +131,9 @@ _warm_contexts: set[str] = set()
 
 
 def start_method() -> str:
-    method = os.environ.get(START_METHOD_ENV, "forkserver")
+    method = os.environ.get(envvars.START_METHOD, "forkserver")
     if method not in START_METHODS:
-        raise ValueError(f"{START_METHOD_ENV}={method!r}; expected one of {START_METHODS}")
+        raise ValueError(f"{envvars.START_METHOD}={method!r}; expected one of {START_METHODS}")
     return method
 
 
@@ -575,15 +548,9 @@ def single_process_group(backend: str, device: str | None = None):
         raise RuntimeError("a default process group already exists in this process")
     store_dir = tempfile.mkdtemp(prefix="rendezvous-", dir=_scratch_root())
     try:
-        kwargs = {}
-        if "nccl" in backend:
-            target = torch.device(device) if device else torch.device("cuda", 0)
-            torch.cuda.set_device(target)
-            kwargs["device_id"] = target
-        else:
-            target = torch.device(device or "cpu")
-        store = dist.FileStore(os.path.join(store_dir, "store"), 1)
-        dist.init_process_group(backend, store=store, rank=0, world_size=1, **kwargs)
+        default = torch.device("cuda", 0) if "nccl" in backend else torch.device("cpu")
+        target = torch.device(device) if device else default
+        rank_process.init_process_group(backend, os.path.join(store_dir, "store"), 0, 1, target)
         try:
             yield target
         finally:

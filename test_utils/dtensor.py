@@ -13,8 +13,8 @@ import functools
 
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
-from test_utils import hardware
 from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
+from tools.hardware import probe
 
 MAX_WORLD_SIZE = 4
 
@@ -34,7 +34,7 @@ class DTensorTestCase(MultiProcessTestCase):
 @functools.cache
 def _visible_gpus() -> int:
     # Asked in the pytest process and again in every rank; nvidia-smi once per process is enough.
-    return hardware.visible_gpu_count()
+    return probe.visible_gpu_count()
 
 
 # The name torch's own DTensor tests use.

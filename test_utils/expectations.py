@@ -23,8 +23,9 @@ import re
 import tomllib
 
 from test_utils import releases
+from tools.hardware import envvars
 
-ENV = "TORCH_TEST_EXPECTATIONS"
+ENV = envvars.EXPECTATIONS
 OUTCOMES = ("skip", "fail")
 # JUnit user property (item.user_properties) of a test with a declared outcome.
 DECLARED_PROPERTY = "torch_test.declared"

@@ -1,4 +1,4 @@
-"""What hardware a test needs, declared once on the test and read by the runner.
+"""What hardware a test needs, declared once on the test: the markers the runner's plugin reads.
 
 A test's requirements place it in exactly one Bazel variant of its source file: the variant
 of tools/build_defs/variants.bzl with exactly the GPUs it needs (unmarked tests: cpu, 0 GPUs;
@@ -9,95 +9,47 @@ merge (the larger GPU count wins). NCCL and triton both need a GPU, so on their 
 one; they are the "features" of the table, and a target must declare exactly the features its
 tests' markers use (torch_test's nccl / triton arguments; checked by the pytest plugin).
 
-Inside Bazel the variants and GPU counts come from the torch_test macro (VARIANTS_ENV), so a
-table edit that changes no GPU count (a pool, a timeout) re-runs no test; outside Bazel (plain
-pytest) they are read from the table. //test_utils/tests:test_hardware_table checks both agree.
-
-Whether this host has the GPUs is decided once per test: host_gpu_count() asks nvidia-smi once
-and exports the answer (HOST_GPUS_ENV) to the processes the test starts (e.g. its ranks).
+The variant table, the GPU probe and variant arithmetic are tools/hardware's (the runner uses
+them without this test library).
 """
 
 import dataclasses
-import functools
-import importlib.util
-import os
-import shutil
-import subprocess
 
-VARIANT_ENV = "TORCH_TEST_VARIANT"
-# Every variant's GPU count, "cpu=0,gpu=1,...": set by the torch_test macro from the table.
-VARIANTS_ENV = "TORCH_TEST_VARIANTS"
-DECLARED_VARIANTS_ENV = "TORCH_TEST_DECLARED_VARIANTS"
-# The features (nccl, triton) the torch_test target declares for its variant, comma-separated.
-DECLARED_FEATURES_ENV = "TORCH_TEST_DECLARED_FEATURES"
-# This host's GPU count once known (set by host_gpu_count for child processes). The rig
-# (tools/remote) sets it with --test_env to simulate a GPU pool's hosts on CPU workers.
-HOST_GPUS_ENV = "TORCH_TEST_HOST_GPUS"
+from tools.hardware.probe import FEATURES
+from tools.hardware.variants import variant_for_gpus
+
 _ATTR = "__torch_test_requirements__"
-
-
-def _variant_gpus() -> dict[str, int]:
-    declared = os.environ.get(VARIANTS_ENV)
-    if declared:
-        return {name: int(n) for name, n in (pair.split("=") for pair in declared.split(","))}
-    from test_utils import hardware_table  # plain pytest: read the table itself
-
-    return {name: spec["gpus"] for name, spec in hardware_table.table()["VARIANTS"].items()}
-
-
-# {variant: GPUs}, in the table's order.
-VARIANTS = _variant_gpus()
-# The table's FEATURES: fields of Requirements, marked @requires_<feature>, offered by
-# has_<feature> (checked against the table by //test_utils/tests:test_hardware_table).
-FEATURES = ("nccl", "triton")
 
 
 @dataclasses.dataclass(frozen=True)
 class Requirements:
     gpus: int = 0
-    nccl: bool = False
-    triton: bool = False
+    # Names of the table's FEATURES (tools.hardware.probe.FEATURES: each needs a GPU).
+    features: frozenset[str] = frozenset()
 
     def merged(self, other: "Requirements") -> "Requirements":
-        return Requirements(
-            gpus=max(self.gpus, other.gpus),
-            nccl=self.nccl or other.nccl,
-            triton=self.triton or other.triton,
-        )
+        return Requirements(max(self.gpus, other.gpus), self.features | other.features)
 
     @property
     def min_gpus(self) -> int:
-        return max(self.gpus, 1 if (self.nccl or self.triton) else 0)
+        return max(self.gpus, 1 if self.features else 0)
 
     @property
     def variant(self) -> str | None:
         """The variant with exactly min_gpus GPUs, or None if the table has none."""
         return variant_for_gpus(self.min_gpus)
 
-    @property
-    def features(self) -> frozenset[str]:
-        return frozenset(f for f in FEATURES if getattr(self, f))
 
-
-def variant_for_gpus(gpus: int) -> str | None:
-    """The variant of exactly `gpus` GPUs, or None."""
-    return next((name for name, count in VARIANTS.items() if count == gpus), None)
-
-
-def gpus_needed(variant: str) -> int:
-    return VARIANTS[_checked(variant)]
-
-
-def declared_gpu_counts() -> str:
-    """'cpu=0, gpu=1, ...': the table, for error messages."""
-    return ", ".join(f"{name}={count}" for name, count in VARIANTS.items())
-
-
-def requires(*, gpus: int = 0, nccl: bool = False, triton: bool = False):
-    """Decorator recording hardware needs on a test function or class."""
+def requires(*, gpus: int = 0, **features: bool):
+    """Decorator recording hardware needs on a test function or class: requires(nccl=True)."""
     if gpus < 0:
         raise ValueError(f"requires(gpus={gpus}): GPU count must be >= 0")
-    new = Requirements(gpus=gpus, nccl=nccl, triton=triton)
+    unknown = sorted(set(features) - set(FEATURES))
+    if unknown:
+        raise ValueError(
+            f"requires({', '.join(unknown)}=...): the table's features are {list(FEATURES)}"
+        )
+    new = Requirements(gpus, frozenset(f for f, needed in features.items() if needed))
 
     def mark(obj):
         # vars(), not getattr(): a subclass must not re-merge its parent's marker into itself.
@@ -115,6 +67,7 @@ def requires_gpus(n: int):
     return requires(gpus=n)
 
 
+# One marker per feature of the table (checked by //test_utils/tests:test_hardware_table).
 requires_nccl = requires(nccl=True)
 requires_triton = requires(triton=True)
 
@@ -127,109 +80,3 @@ def requirements_of(fn, cls=None) -> Requirements:
             req = req.merged(vars(klass).get(_ATTR, Requirements()))
     fn = getattr(fn, "__func__", fn)
     return req.merged(getattr(fn, _ATTR, Requirements()))
-
-
-def current_variant() -> str:
-    return _checked(os.environ.get(VARIANT_ENV, "cpu"))
-
-
-def _checked(variant: str) -> str:
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
-    return variant
-
-
-def device_type() -> str:
-    """The torch device type tests of the current variant run on."""
-    return "cuda" if gpus_needed(current_variant()) else "cpu"
-
-
-def visible_gpu_count() -> int:
-    """GPUs this process may use, without creating a CUDA context in it.
-
-    Honours CUDA_VISIBLE_DEVICES (set by the GPU lease). Asks nvidia-smi rather than torch so
-    that a parent process stays CUDA-free and can still fork or lease devices afterwards.
-    """
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        listed = [d for d in visible.split(",") if d.strip() and d.strip() != "-1"]
-        return min(len(listed), host_gpu_count())
-    return host_gpu_count()
-
-
-@functools.cache
-def host_gpu_count() -> int:
-    """GPUs on this host: asked of nvidia-smi once, then inherited by child processes."""
-    known = os.environ.get(HOST_GPUS_ENV)
-    if known is None:
-        known = str(_nvidia_smi_gpus())
-        os.environ[HOST_GPUS_ENV] = known
-    return int(known)
-
-
-def nvidia_smi(*args: str) -> str | None:
-    """nvidia-smi's output for `args`, or None where there is none (no driver, or it failed)."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
-    try:
-        out = subprocess.run([smi, *args], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout
-
-
-def _nvidia_smi_gpus() -> int:
-    listing = nvidia_smi("-L") or ""
-    return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
-
-
-def has_triton() -> bool:
-    """True where triton is installed and has a GPU to compile for."""
-    if importlib.util.find_spec("triton") is None:
-        return False
-    from torch.utils._triton import has_triton as torch_has_triton
-
-    return torch_has_triton()
-
-
-def has_nccl() -> bool:
-    import torch.distributed as dist
-
-    return dist.is_available() and dist.is_nccl_available()
-
-
-def missing_hardware(variant: str) -> str | None:
-    """Why this host cannot run `variant` (e.g. 'needs 2 GPUs, found 0'), or None if it can."""
-    need = gpus_needed(variant)
-    if need == 0:
-        return None
-    found = visible_gpu_count()
-    if found < need:
-        return f"variant {variant!r} needs {need} GPU{'s' if need > 1 else ''}, found {found}"
-    return None
-
-
-MEMORY_FRACTION_ENV = "TORCH_TEST_GPU_MEMORY_FRACTION"
-
-
-def cap_gpu_memory() -> None:
-    """Keeps this process within its share of GPUs that the lease lets several tests share.
-
-    tools/runner/gpu_lease.py exports the share when the test holds part of its GPUs. The cap is
-    queued for CUDA's lazy initialisation, so a process that never touches CUDA (e.g. the
-    parent of rank processes) creates no CUDA context for it.
-    """
-    fraction = os.environ.get(MEMORY_FRACTION_ENV)
-    if not fraction:
-        return
-    import torch
-
-    def apply() -> None:
-        for device in range(torch.cuda.device_count()):
-            torch.cuda.set_per_process_memory_fraction(float(fraction), device)
-
-    if torch.cuda.is_initialized():
-        apply()
-    else:
-        torch.cuda._lazy_call(apply)  # runs inside torch.cuda's lazy init, after the context

@@ -15,9 +15,10 @@ import unittest
 import torch
 import torch.distributed as dist
 
-from test_utils import hardware, rank_process
+from test_utils import rank_process
 from test_utils.distributed import default_timeout, module_file, run_ranks
 from test_utils.numerics import seed_all
+from tools.hardware import probe, variants
 
 
 def _no_fixture() -> None:
@@ -41,12 +42,12 @@ class MultiProcessTestCase(unittest.TestCase):
     def world_size(self) -> int:
         """One rank per leased GPU (the runner leases exactly the variant's); 2 on CPU."""
         if self.device_type == "cuda":
-            return hardware.visible_gpu_count()
+            return probe.visible_gpu_count()
         return 2
 
     @property
     def device_type(self) -> str:
-        return hardware.device_type()
+        return variants.device_type()
 
     @property
     def backend(self) -> str:

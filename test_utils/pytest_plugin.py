@@ -29,6 +29,7 @@ import os
 import pytest
 
 from test_utils import expectations, hardware, outcome_audit, upstream_decorators
+from tools.hardware import envvars, memory_cap, probe, variants
 
 _REQ_KEY = pytest.StashKey[hardware.Requirements]()
 
@@ -38,17 +39,17 @@ def requirements(item) -> hardware.Requirements:
 
 
 def pytest_report_header(config):
-    return f"torch_test variant: {hardware.current_variant()}"
+    return f"torch_test variant: {variants.current_variant()}"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    variant = hardware.current_variant()
+    variant = variants.current_variant()
     keep, drop = [], []
     for item in items:
         req = hardware.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
         if _mark_not_applicable(item):
-            req = hardware.Requirements(gpus=hardware.gpus_needed(_not_applicable_variant()))
+            req = hardware.Requirements(gpus=variants.gpus_needed(_not_applicable_variant()))
         item.stash[_REQ_KEY] = req
         (keep if req.variant == variant else drop).append(item)
     homeless = [
@@ -59,13 +60,13 @@ def pytest_collection_modifyitems(config, items):
     if homeless:
         raise pytest.UsageError(
             "no variant has exactly the GPUs these tests need (tools/build_defs/variants.bzl: "
-            f"{hardware.declared_gpu_counts()}):\n  " + "\n  ".join(homeless)
+            f"{variants.declared_gpu_counts()}):\n  " + "\n  ".join(homeless)
         )
     orphans = _tests_without_target(items)
     if orphans:
         raise pytest.UsageError(
             "these tests belong to variants this source declares no target for "
-            f"(declared: {os.environ[hardware.DECLARED_VARIANTS_ENV]}):\n  " + "\n  ".join(orphans)
+            f"(declared: {os.environ[envvars.DECLARED_VARIANTS]}):\n  " + "\n  ".join(orphans)
         )
     mismatch = _feature_mismatch(items)
     if mismatch:
@@ -88,33 +89,32 @@ def _mark_not_applicable(item) -> bool:
 def _not_applicable_variant() -> str:
     """The variant that reports not-applicable tests: the source's first in the table's order,
     so that the report comes from a target every host that runs the source runs."""
-    declared = os.environ.get(hardware.DECLARED_VARIANTS_ENV)
+    declared = _declared_variants()
     if not declared:
         return "cpu"
-    return next(v for v in hardware.VARIANTS if v in declared.split(","))
+    return next(v for v in variants.VARIANTS if v in declared)
 
 
 def _tests_without_target(items) -> list[str]:
-    declared = os.environ.get(hardware.DECLARED_VARIANTS_ENV)
+    declared = os.environ.get(envvars.DECLARED_VARIANTS)
     if not declared:
         return []  # plain pytest outside Bazel
-    variants = set(declared.split(","))
+    targets = set(envvars.decode(declared))
     return [
         f"{i.nodeid} ({requirements(i).variant})"
         for i in items
-        if requirements(i).variant not in variants
+        if requirements(i).variant not in targets
     ]
 
 
 def _feature_mismatch(items) -> str | None:
     """Why some variant's declared features differ from its tests' markers, or None."""
-    declared_env = os.environ.get(hardware.DECLARED_FEATURES_ENV)
+    declared_env = os.environ.get(envvars.DECLARED_FEATURES)
     if declared_env is None:
         return None  # plain pytest outside Bazel
-    # "cpu=,gpu=nccl+triton,...": every declared variant of the source.
+    # {"cpu": [], "gpu": ["nccl", "triton"], ...}: every declared variant of the source.
     declared = {
-        variant: set(filter(None, features.split("+")))
-        for variant, features in (pair.split("=") for pair in declared_env.split(","))
+        variant: set(features) for variant, features in envvars.decode(declared_env).items()
     }
     problems = []
     for variant, features in declared.items():
@@ -139,9 +139,9 @@ def _feature_mismatch(items) -> str | None:
 def pytest_collection_finish(session):
     if not session.items:
         return
-    missing = hardware.missing_hardware(hardware.current_variant())
-    if missing:
-        pytest.exit(f"cannot run on this host: {missing}", returncode=pytest.ExitCode.USAGE_ERROR)
+    refused = variants.cannot_run(variants.current_variant())
+    if refused:
+        pytest.exit(refused, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -149,11 +149,10 @@ def pytest_runtest_setup(item):
     marker = item.get_closest_marker(outcome_audit.NOT_APPLICABLE_MARK)
     if marker is not None:  # before fixtures: a class's setUpClass may need the missing device
         pytest.skip(outcome_audit.NOT_APPLICABLE_PREFIX + marker.args[0])
-    req = requirements(item)
-    if req.nccl and not hardware.has_nccl():
-        pytest.fail("test needs the NCCL backend, which this torch build lacks", pytrace=False)
-    if req.triton and not hardware.has_triton():
-        pytest.fail("test needs triton with a GPU, which this host lacks", pytrace=False)
+    for feature in sorted(requirements(item).features):
+        lacking = probe.lacks(feature)
+        if lacking:
+            pytest.fail(f"test needs {lacking}", pytrace=False)
 
 
 def pytest_configure(config):
@@ -164,19 +163,24 @@ def pytest_configure(config):
         f"{outcome_audit.NOT_APPLICABLE_MARK}(why): the test needs hardware no variant offers",
     )
     config.pluginmanager.register(_outcome_audit(), "torch_test_outcome_audit")
-    hardware.cap_gpu_memory()
+    memory_cap.cap_gpu_memory()
+
+
+def _declared_variants() -> list[str] | None:
+    """The variants of the source's targets (torch_test), or None under plain pytest."""
+    declared = os.environ.get(envvars.DECLARED_VARIANTS)
+    return envvars.decode(declared) if declared else None
 
 
 def _outcome_audit() -> outcome_audit.OutcomeAudit:
     """The audit, with the target's declared outcomes (torch_test's expectations) if any."""
-    variant = hardware.current_variant()
-    source = os.environ.get(expectations.ENV, "")
+    variant = variants.current_variant()
+    source = os.environ.get(envvars.EXPECTATIONS, "")
     entries = []
     if source:
-        declared = os.environ.get(hardware.DECLARED_VARIANTS_ENV)
-        variants = declared.split(",") if declared else list(hardware.VARIANTS)
+        declared = _declared_variants() or list(variants.VARIANTS)
         try:
-            entries = expectations.applicable(expectations.load(source, variants), variant)
+            entries = expectations.applicable(expectations.load(source, declared), variant)
         except expectations.ExpectationError as error:
             raise pytest.UsageError(str(error)) from error
     return outcome_audit.OutcomeAudit(

@@ -7,7 +7,6 @@ value, exception or skip to the parent over a pipe. It always ends with os._exit
 """
 
 import contextlib
-import ctypes
 import dataclasses
 import faulthandler
 import importlib
@@ -25,7 +24,8 @@ import unittest
 import torch
 import torch.distributed as dist
 
-from test_utils import hardware
+from tools.hardware import memory_cap
+from tools.runner import lifetime
 
 
 @dataclasses.dataclass
@@ -57,7 +57,7 @@ def main(spec: RankSpec) -> None:
     _arm_stack_dump(spec.stack_path)
     _adopt_environment(spec)
     try:
-        hardware.cap_gpu_memory()
+        memory_cap.cap_gpu_memory()
         fn, args = _load_call(spec)
         _init_process_group(spec)
         value = fn(*args)
@@ -84,7 +84,7 @@ def _detach_from_parent(spec: RankSpec) -> None:
     os.setpgrp()
     if spec.start_method == "forkserver":
         _drop_forkserver_lifeline()
-    _die_with_parent()
+    lifetime.die_with_parent(signal.SIGKILL)
     _die_with_test_process(spec.parent_pid)
 
 
@@ -102,15 +102,6 @@ def _drop_forkserver_lifeline() -> None:
         with contextlib.suppress(OSError):
             os.close(fd)
         server._forkserver_alive_fd = None
-
-
-def _die_with_parent() -> None:
-    pr_set_pdeathsig = 1
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the parent's killpg is the only cleanup
 
 
 def _die_with_test_process(test_pid: int) -> None:
@@ -215,15 +206,18 @@ def import_module(name: str, file: str | None):
 
 
 def _init_process_group(spec: RankSpec) -> None:
+    device = torch.device("cuda", spec.rank) if "nccl" in spec.backend else None
+    init_process_group(spec.backend, spec.store_path, spec.rank, spec.world_size, device)
+
+
+def init_process_group(backend: str, store_path: str, rank: int, world: int, device) -> None:
+    """The default group over a FileStore; NCCL's is bound to `device` (this rank's GPU)."""
     kwargs = {}
-    if "nccl" in spec.backend:
-        device = torch.device("cuda", spec.rank)
+    if "nccl" in backend:
         torch.cuda.set_device(device)
         kwargs["device_id"] = device
-    store = dist.FileStore(spec.store_path, spec.world_size)
-    dist.init_process_group(
-        spec.backend, store=store, rank=spec.rank, world_size=spec.world_size, **kwargs
-    )
+    store = dist.FileStore(store_path, world)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world, **kwargs)
 
 
 def _report_exception(spec: RankSpec, exc: BaseException, where: str) -> None:

@@ -44,6 +44,7 @@ import importlib.abc
 import sys
 
 from test_utils import hardware
+from tools.hardware import variants
 
 _NOT_APPLICABLE_ATTR = "__torch_test_not_applicable__"
 _ONLY_ON_ATTR = "__torch_test_only_on__"
@@ -66,7 +67,7 @@ def not_applicable_reason(fn) -> str | None:
 
 def at_least(gpus: int) -> int:
     """The GPUs of the smallest variant with at least `gpus` (upstream counts are minimums)."""
-    counts = sorted(n for n in hardware.VARIANTS.values() if n >= gpus)
+    counts = sorted(n for n in variants.VARIANTS.values() if n >= gpus)
     return counts[0] if counts else gpus  # none: the plugin's "no variant" error names it
 
 

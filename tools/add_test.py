@@ -16,6 +16,12 @@ import pathlib
 import subprocess
 import sys
 
+from tools.hardware import envvars, probe, variants
+
+PLUGIN = "test_utils.pytest_plugin"
+# The child's one line of output the parent reads: each test's variant and features.
+PLACEMENT = "torch_test placement: "
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # test_utils modules and the library that holds each.
 _TEST_UTILS = {
@@ -58,8 +64,8 @@ def deps_of(source: str) -> list[str]:
 
 def _collect(path: pathlib.Path) -> dict[str, list]:
     """{node id: [variant, [features]]} of every test in `path`, from a child pytest."""
-    python = os.environ.get("TORCH_TEST_PYTHON") or sys.executable
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TEST_")}
+    python = os.environ.get(envvars.PYTHON) or sys.executable
+    env = {k: v for k, v in os.environ.items() if not k.startswith(envvars.PREFIX)}
     path_entries = [str(ROOT), *filter(None, [env.get("PYTHONPATH")])]
     env.update(
         CUDA_VISIBLE_DEVICES="",
@@ -74,7 +80,7 @@ def _collect(path: pathlib.Path) -> dict[str, list]:
         text=True,
         check=False,
     )
-    marker = "TORCH_TEST_PLACEMENT "
+    marker = PLACEMENT
     lines = [line for line in out.stdout.splitlines() if line.startswith(marker)]
     if out.returncode or not lines:
         raise SystemExit(f"collecting {path} failed:\n{out.stdout[-3000:]}{out.stderr[-3000:]}")
@@ -84,11 +90,13 @@ def _collect(path: pathlib.Path) -> dict[str, list]:
 def _child_collect(path: str) -> None:
     import pytest
 
-    from test_utils import pytest_plugin
-
     placed = {}
 
     class Recorder:
+        # The plugin is loaded by name, as the runner loads it: tools do not import test_utils.
+        def pytest_configure(self, config):
+            self.plugin = config.pluginmanager.get_plugin(PLUGIN)
+
         def pytest_deselected(self, items):
             self._record(items)
 
@@ -97,14 +105,14 @@ def _child_collect(path: str) -> None:
 
         def _record(self, items):
             for item in items:
-                req = pytest_plugin.requirements(item)
+                req = self.plugin.requirements(item)
                 placed[item.nodeid] = [req.variant, sorted(req.features)]
 
     code = pytest.main(
-        [path, "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "test_utils.pytest_plugin"],
+        [path, "--collect-only", "-q", "-p", "no:cacheprovider", "-p", PLUGIN],
         plugins=[Recorder()],
     )
-    print("TORCH_TEST_PLACEMENT " + json.dumps(placed))
+    print(PLACEMENT + json.dumps(placed))
     sys.exit(0 if code in (0, pytest.ExitCode.NO_TESTS_COLLECTED) else int(code))
 
 
@@ -117,14 +125,14 @@ def _list(name: str, values: list[str]) -> list[str]:
 
 
 def stanza(path: pathlib.Path, placed: dict[str, list], deps: list[str]) -> str:
-    from test_utils import hardware
-
-    variants = [v for v in hardware.VARIANTS if any(p[0] == v for p in placed.values())]
+    used_variants = [v for v in variants.VARIANTS if any(p[0] == v for p in placed.values())]
     lines = ["torch_test(", f'    name = "{path.stem}",']
-    if variants != ["cpu"]:
-        lines += _list("variants", variants)
-    for feature in hardware.FEATURES:
-        used = [v for v in variants if any(p[0] == v and feature in p[1] for p in placed.values())]
+    if used_variants != ["cpu"]:
+        lines += _list("variants", used_variants)
+    for feature in probe.FEATURES:
+        used = [
+            v for v in used_variants if any(p[0] == v and feature in p[1] for p in placed.values())
+        ]
         lines += _list(feature, used)
     lines += _list("deps", deps)
     return "\n".join(lines + [")"])

@@ -25,7 +25,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script too
 
-from test_utils import hardware_table  # noqa: E402
+from tools.hardware import table  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
 from tools.runner import gpu_share  # noqa: E402
 
@@ -84,7 +84,7 @@ def render(times: dict[str, dict[str, float]], peaks: dict[str, int]) -> str:
 
 def read(path: pathlib.Path = TIMES) -> tuple[dict, dict]:
     """(TEST_TIMES, GPU_PEAK_MIB) as recorded: the .bzl's dicts are Python literals."""
-    found = hardware_table.read_literals(path) if path.exists() else {}
+    found = table.read_literals(path) if path.exists() else {}
     return found.get("TEST_TIMES", {}), found.get("GPU_PEAK_MIB", {})
 
 

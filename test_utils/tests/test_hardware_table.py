@@ -1,10 +1,11 @@
 """The Python side of the hardware table agrees with Starlark's, and the derived pieces with it.
 
-tools/build_defs/variants.bzl is the one table; test_utils.hardware_table reads its literals
+tools/build_defs/variants.bzl is the one table; tools.hardware.table reads its literals
 with Python's ast (plain pytest, the rig), the torch_test macro passes the GPU counts to every
-target (TORCH_TEST_VARIANTS, what test_utils.hardware uses inside Bazel),
+target (TORCH_TEST_VARIANTS, what tools.hardware.variants uses inside Bazel),
 //tools/build_defs:variants writes the table as Starlark evaluates it (plus what Starlark
-derives: tag filters, host constraints), and .bazelrc spells the tag filters as configs. Any
+derives: tag filters, host constraints), and .bazelrc spells the tag filters as configs. The
+TORCH_TEST_* names are defined once per language (tools/hardware/envvars.py, envvars.bzl). Any
 disagreement fails here.
 """
 
@@ -13,23 +14,31 @@ import re
 
 import pytest
 
-from test_utils import hardware, hardware_table
+from test_utils import hardware
+from tools.hardware import envvars, probe, table, variants
 
-STARLARK = json.loads((hardware_table.ROOT / "tools" / "build_defs" / "variants.json").read_text())
-BAZELRC = (hardware_table.ROOT / ".bazelrc").read_text()
+STARLARK = json.loads((table.ROOT / "tools" / "build_defs" / "variants.json").read_text())
+BAZELRC = (table.ROOT / ".bazelrc").read_text()
+ENVVARS_BZL = table.ROOT / "tools" / "hardware" / "envvars.bzl"
 VARIANTS = STARLARK["VARIANTS"]
 
 
 def test_python_reads_the_table_starlark_evaluates():
-    table = hardware_table.table()
-    assert table["VARIANTS"] == VARIANTS
-    assert table["FEATURES"] == STARLARK["FEATURES"]
+    python = table.table()
+    assert python["VARIANTS"] == VARIANTS
+    assert python["FEATURES"] == STARLARK["FEATURES"]
+
+
+def test_python_and_starlark_name_the_same_variables():
+    starlark = table.read_literals(ENVVARS_BZL)
+    assert {**starlark["RUNNER_ENV"], **starlark["HOST_ENV"]} == envvars.NAMES
+    assert starlark["PREFIX"] == envvars.PREFIX
 
 
 def test_the_macro_gives_every_target_the_tables_gpu_counts():
     counts = {name: spec["gpus"] for name, spec in VARIANTS.items()}
-    assert hardware.VARIANTS == counts  # from this target's TORCH_TEST_VARIANTS
-    assert list(hardware.VARIANTS) == list(hardware_table.table()["VARIANTS"]), "same order"
+    assert variants.VARIANTS == counts  # from this target's TORCH_TEST_VARIANTS
+    assert list(variants.VARIANTS) == list(table.table()["VARIANTS"]), "same order"
 
 
 def test_features_are_the_markers_python_knows():
@@ -37,14 +46,17 @@ def test_features_are_the_markers_python_knows():
     for feature, spec in STARLARK["FEATURES"].items():
         assert spec["marker"] == f"requires_{feature}" and hasattr(hardware, spec["marker"])
         assert spec["constraint"] == f"has_{feature}"
-        assert feature in hardware.Requirements(**{feature: True}).features
+        assert hardware.requirements_of(
+            hardware.requires(**{feature: True})(lambda: None)
+        ).features == {feature}
+        assert feature in probe.FEATURES, "and its probe"
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_markers_place_a_test_in_the_variant_of_its_gpu_count(variant):
     gpus = VARIANTS[variant]["gpus"]
-    assert hardware.gpus_needed(variant) == gpus
-    assert hardware.variant_for_gpus(gpus) == variant
+    assert variants.gpus_needed(variant) == gpus
+    assert variants.variant_for_gpus(gpus) == variant
     assert hardware.Requirements(gpus=gpus).variant == variant
 
 

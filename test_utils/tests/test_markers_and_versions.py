@@ -1,4 +1,5 @@
-"""Self-tests of test_utils.hardware markers and test_utils.versions expectations."""
+"""Self-tests of test_utils.hardware markers, tools.hardware's variant checks and memory cap, and
+test_utils.versions expectations."""
 
 import unittest
 
@@ -7,6 +8,7 @@ import torch
 
 from test_utils import hardware, versions
 from test_utils.dynamo import guard_text
+from tools.hardware import envvars, memory_cap, variants
 
 
 class Base(unittest.TestCase):
@@ -33,7 +35,7 @@ def test_markers_place_each_test_in_one_variant():
     assert hardware.requirements_of(NcclClass.test_one, NcclClass).variant == "gpu"
     assert hardware.requirements_of(NcclClass.test_inherited, NcclClass).variant == "gpu"
     two = hardware.requirements_of(NcclClass.test_two, NcclClass)
-    assert (two.variant, two.gpus, two.nccl) == ("multi_gpu", 2, True)
+    assert (two.variant, two.gpus, "nccl" in two.features) == ("multi_gpu", 2, True)
 
 
 def test_class_marker_does_not_leak_into_the_base_class():
@@ -49,15 +51,15 @@ def test_triton_implies_one_gpu():
 
 
 def test_unknown_variant_is_refused(monkeypatch):
-    monkeypatch.setenv(hardware.VARIANT_ENV, "tpu")
+    monkeypatch.setenv(envvars.VARIANT, "tpu")
     with pytest.raises(ValueError, match="unknown variant 'tpu'"):
-        hardware.current_variant()
+        variants.current_variant()
 
 
 def test_missing_hardware_message(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert hardware.missing_hardware("cpu") is None
-    assert hardware.missing_hardware("multi_gpu") == "variant 'multi_gpu' needs 2 GPUs, found 0"
+    assert variants.missing_hardware("cpu") is None
+    assert variants.missing_hardware("multi_gpu") == "variant 'multi_gpu' needs 2 GPUs, found 0"
 
 
 def test_gpu_memory_cap_waits_for_cuda_and_covers_every_device(monkeypatch):
@@ -68,11 +70,11 @@ def test_gpu_memory_cap_waits_for_cuda_and_covers_every_device(monkeypatch):
     monkeypatch.setattr(
         torch.cuda, "set_per_process_memory_fraction", lambda f, d: capped.append((f, d))
     )
-    monkeypatch.delenv(hardware.MEMORY_FRACTION_ENV, raising=False)
-    hardware.cap_gpu_memory()
+    monkeypatch.delenv(envvars.GPU_MEMORY_FRACTION, raising=False)
+    memory_cap.cap_gpu_memory()
     assert queued == [], "no shared GPUs, no cap"
-    monkeypatch.setenv(hardware.MEMORY_FRACTION_ENV, "0.5000")
-    hardware.cap_gpu_memory()
+    monkeypatch.setenv(envvars.GPU_MEMORY_FRACTION, "0.5000")
+    memory_cap.cap_gpu_memory()
     assert capped == [], "nothing may touch CUDA before the test does"
     (apply,) = queued
     apply()

@@ -11,6 +11,7 @@ number re-runs only its target (tools/selftest/check_cache.sh checks both).
 """
 
 load("//tools:test_times.bzl", "GPU_PEAK_MIB", "TEST_TIMES")
+load("//tools/hardware:envvars.bzl", "RUNNER_ENV")
 load(":variants.bzl", "VARIANTS")
 
 def recorded_env(target, variant, shard_count):
@@ -28,8 +29,8 @@ def recorded_env(target, variant, shard_count):
     env = {}
     times = TEST_TIMES.get(label)
     if times and shard_count and shard_count > 1:
-        env["TORCH_TEST_DURATIONS"] = json.encode(times)
+        env[RUNNER_ENV["DURATIONS"]] = json.encode(times)
     peak = GPU_PEAK_MIB.get(label)
     if peak and VARIANTS[variant]["gpus"]:
-        env["TORCH_TEST_GPU_PEAK_MIB"] = str(peak)
+        env[RUNNER_ENV["GPU_PEAK_MIB"]] = str(peak)
     return env

@@ -16,14 +16,16 @@ creates (variants, suffixes, GPU counts, tags, pools: the table in variants.bzl)
 
 Inside the source, test_utils.hardware markers place each test in one variant; the runner
 (//tools/runner:pytest_runner.py) leases exactly the variant's GPUs and fails if the host lacks
-them. Targets whose hardware the platform lacks are SKIPPED by Bazel. `nccl` / `triton` must
-name exactly the variants whose tests carry @requires_nccl / @requires_triton: the pytest
+them. Targets whose hardware the platform lacks are SKIPPED by Bazel. `nccl` / `triton` (or
+`features = {"nccl": [...]}`, for any feature of the table) must name exactly the variants
+whose tests carry @requires_nccl / @requires_triton: the pytest
 plugin fails collection otherwise (Starlark cannot read the markers, so this is checked, not
 derived). Per variant the target also gets its pool (pools.bzl).
 
 Declarations that contradict each other fail at loading time with a message naming them.
 """
 
+load("//tools/hardware:envvars.bzl", "COMMON_ENV", "PREFIX", "RUNNER_ENV")
 load(":pools.bzl", "exec_properties_for")
 load(":python.bzl", "py_test")
 load(":recorded.bzl", "recorded_env")
@@ -31,19 +33,15 @@ load(":variants.bzl", "FEATURES", "VARIANTS", "gpu_constraint", "tag_filter")
 
 _PLATFORMS = "//tools/platforms:"
 
-# Every test process: no network access to model hubs; no bytecode written, unless the runner
-# gives its tests a shared bytecode cache (tools/runner/bytecode.py).
-COMMON_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-}
-
 RUNNER = "//tools/runner:pytest_runner.py"
 
-# What test_utils.hardware needs of the table: each variant's GPU count ("cpu=0,gpu=1,...").
-# Passed in the environment rather than as a file, so editing a pool or timeout re-runs nothing.
-_VARIANT_GPUS = ",".join(["{}={}".format(v, VARIANTS[v]["gpus"]) for v in VARIANTS])
+# The runner and the plugin it loads (test_utils.pytest_plugin), in every target.
+RUNNER_DEPS = ["//test_utils:hardware", "//tools/runner"]
+
+# What tools/hardware/variants.py needs of the table: each variant's GPU count. Passed in the
+# environment rather than as a file, so editing a pool or timeout re-runs nothing.
+# Pairs, not an object: json.encode sorts an object's keys, and the table's order is kept.
+_VARIANT_GPUS = json.encode([[v, VARIANTS[v]["gpus"]] for v in VARIANTS])
 
 def _fail(name, message):
     fail("torch_test(name = \"{}\"): {}".format(name, message))
@@ -70,7 +68,12 @@ def _check(name, variants, features, shard_count, lists = {}, env = {}):
         _fail(name, "unknown variants {}; known: {}".format(bad, VARIANTS.keys()))
     if len(variants) != len({v: None for v in variants}):
         _fail(name, "variants {} lists a variant twice".format(variants))
+    bad = _unknown(features.keys(), FEATURES)
+    if bad:
+        _fail(name, "features names {}; the table's features are {}".format(bad, FEATURES.keys()))
     for feature, listed in features.items():
+        if type(listed) != "list":
+            _fail(name, "features[{}] must be a list of variants, got {}".format(repr(feature), repr(listed)))
         gpuless = [v for v in listed if v in VARIANTS and not VARIANTS[v]["gpus"]]
         if gpuless:
             _fail(name, "{} lists the {} variant; {} needs GPUs".format(feature, " and ".join(gpuless), feature))
@@ -81,12 +84,12 @@ def _check(name, variants, features, shard_count, lists = {}, env = {}):
         bad = _unknown(shard_count.keys(), variants)
         if bad:
             _fail(name, "shard_count names {}, which are not among variants {}".format(bad, variants))
-    bad = sorted([k for k in env if k.startswith("TORCH_TEST_")])
+    bad = sorted([k for k in env if k.startswith(PREFIX)])
     if bad:
         _fail(name, "env sets {}; TORCH_TEST_* variables belong to torch_test and its runner".format(bad))
 
     # A second torch_test of the same name, even with other variants: its targets would
-    # declare a different variant set for the same source (TORCH_TEST_DECLARED_VARIANTS).
+    # declare a different variant set for the same source (RUNNER_ENV["DECLARED_VARIANTS"]).
     for spec in VARIANTS.values():
         earlier = native.existing_rule(name + spec["suffix"])
         if earlier and earlier.get("generator_function") == "torch_test" and earlier.get("generator_name") == name:
@@ -114,7 +117,20 @@ def _expectations_env(name, src, expectations):
     if not native.glob([expectations], allow_empty = True):
         _fail(name, "expectations file {} does not exist in package {}".format(expectations, native.package_name()))
     package = native.package_name()
-    return {"TORCH_TEST_EXPECTATIONS": package + "/" + expectations if package else expectations}
+    return {RUNNER_ENV["EXPECTATIONS"]: package + "/" + expectations if package else expectations}
+
+def _features(features, by_argument):
+    """`features` with the `nccl` / `triton` arguments added (each feature's variants)."""
+    merged = dict(features)
+    for feature, listed in by_argument.items():
+        if listed and type(listed) == "list":  # _check names any other type
+            merged[feature] = merged.get(feature, []) + listed
+    return merged
+
+def _with_runner(deps):
+    if type(deps) == "list":  # a source that imports the markers lists //test_utils:hardware too
+        return RUNNER_DEPS + [d for d in deps if d not in RUNNER_DEPS]
+    return RUNNER_DEPS + deps
 
 def _shards(shard_count, variant):
     if type(shard_count) == "dict":
@@ -128,6 +144,7 @@ def torch_test(
         variants = ["cpu"],
         nccl = [],
         triton = [],
+        features = {},
         shard_count = None,
         size = "medium",
         timeout = None,
@@ -151,11 +168,13 @@ def torch_test(
       variants: any of the table's variants (variants.bzl): "cpu", "gpu", "multi_gpu", ...
       nccl: the variants whose tests are marked @requires_nccl (never "cpu").
       triton: the variants whose tests are marked @requires_triton (never "cpu").
+      features: {feature: variants} for any feature of the table (variants.bzl FEATURES);
+        `nccl = [...]` is `features = {"nccl": [...]}`.
       shard_count: an int for every variant, or a dict from variant to int.
       size: Bazel test size of every variant.
       timeout: Bazel timeout; default: the variant's (GPU variants may wait for the lease).
       deps: what the source imports (e.g. "//test_utils:dynamo", "@pypi//:torch"); the runner
-        (with //test_utils:hardware and pytest) is implicit.
+        and its plugin (//tools/runner, //test_utils:hardware, pytest) are implicit.
       data: runfiles of every variant.
       env: extra environment, applied over the variant's (no TORCH_TEST_* variable: those are
         the macro's and the runner's).
@@ -168,7 +187,7 @@ def torch_test(
         so do declarations that no longer hold.
       **kwargs: passed to every py_test (e.g. flaky).
     """
-    features = {"nccl": nccl, "triton": triton}
+    features = _features(features, {"nccl": nccl, "triton": triton})
     _check(
         name,
         variants,
@@ -186,10 +205,10 @@ def torch_test(
     if expectations_env:
         data = data + [expectations]
 
-    used_by = {v: [f for f in FEATURES if v in features[f]] for v in variants}
+    used_by = {v: [f for f in FEATURES if v in features.get(f, [])] for v in variants}
 
-    # Every variant's features, for the pytest plugin's check against the markers: "gpu=nccl+triton,..."
-    declared_features = ",".join([v + "=" + "+".join(used_by[v]) for v in variants])
+    # Every variant's features, for the pytest plugin's check against the markers.
+    declared_features = json.encode(used_by)
     for variant in variants:
         spec = VARIANTS[variant]
         target = name + spec["suffix"]
@@ -199,14 +218,14 @@ def torch_test(
         needs = ([gpu_constraint(spec["gpus"])] if spec["gpus"] else []) + [FEATURES[f]["constraint"] for f in used]
         variant_env = dict(COMMON_ENV)
         variant_env.update(spec["env"])
-        variant_env["TORCH_TEST_VARIANT"] = variant
-        variant_env["TORCH_TEST_DECLARED_VARIANTS"] = ",".join(variants)
-        variant_env["TORCH_TEST_DECLARED_FEATURES"] = declared_features
-        variant_env["TORCH_TEST_VARIANTS"] = _VARIANT_GPUS
+        variant_env[RUNNER_ENV["VARIANT"]] = variant
+        variant_env[RUNNER_ENV["DECLARED_VARIANTS"]] = json.encode(variants)
+        variant_env[RUNNER_ENV["DECLARED_FEATURES"]] = declared_features
+        variant_env[RUNNER_ENV["VARIANTS"]] = _VARIANT_GPUS
         variant_env.update(expectations_env)
         variant_env.update(recorded_env(target, variant, _shards(shard_count, variant)))
         if whole_gpu and spec["gpus"]:
-            variant_env["TORCH_TEST_WHOLE_GPU"] = "1"
+            variant_env[RUNNER_ENV["WHOLE_GPU"]] = "1"
         variant_env.update(env)
         py_test(
             name = target,
@@ -214,7 +233,7 @@ def torch_test(
             main = RUNNER,
             args = ["$(location {})".format(s) for s in sources] + args,
             data = data,
-            deps = ["//tools/runner"] + deps,
+            deps = _with_runner(deps),
             env = variant_env,
             exec_properties = exec_properties_for(variant),
             python_version = "PY3",

@@ -19,13 +19,14 @@ import pathlib
 import re
 import subprocess
 
-from test_utils import hardware
+from tools.hardware import envvars
+from tools.hardware import probe as hardware_probe
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PINNED_LOCK = ROOT / "third_party" / "python" / "requirements.lock"
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 # Variables that choose @pypi's mode: each side sets its own and inherits none.
-MODE_VARS = ("TORCH_TEST_PYTHON", "TORCH_TEST_LOCK")
+MODE_VARS = (envvars.PYTHON, envvars.LOCK)
 
 # Runs with the side's interpreter: where torch is and what it was built for, without importing
 # it (a CUDA build takes seconds to import). GPUs come from nvidia-smi, once per gate.
@@ -66,9 +67,9 @@ class Side:
     def env(self, base: dict) -> dict:
         env = {k: v for k, v in base.items() if k not in MODE_VARS}
         if self.kind == "lock":
-            env["TORCH_TEST_LOCK"] = str(self.path)
+            env[envvars.LOCK] = str(self.path)
         elif self.kind == "python":
-            env["TORCH_TEST_PYTHON"] = str(self.path)
+            env[envvars.PYTHON] = str(self.path)
         return env
 
 
@@ -144,7 +145,9 @@ def probe(python: pathlib.Path, env: dict | None = None) -> dict | None:
 
 @functools.cache  # the host's, the same for both sides
 def gpus() -> list[str]:
-    out = hardware.nvidia_smi("--query-gpu=name,driver_version", "--format=csv,noheader") or ""
+    out = (
+        hardware_probe.nvidia_smi("--query-gpu=name,driver_version", "--format=csv,noheader") or ""
+    )
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 

@@ -15,6 +15,7 @@ The rule re-runs on `bazel sync --configure`, on server restart and when these v
 """
 
 load("//tools/build_defs:variants.bzl", "FEATURES", "constraints_offered")
+load("//tools/hardware:envvars.bzl", "HOST_ENV", "feature_override")
 
 def _detect_gpus(ctx):
     smi = ctx.which("nvidia-smi")
@@ -27,24 +28,26 @@ def _detect_gpus(ctx):
         return []
     return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
-_PROBE = """
-import torch, torch.distributed as d
-from torch.utils._triton import has_triton
-print(torch.cuda.is_available(), d.is_available() and d.is_nccl_available(), has_triton())
-"""
-
 def _torch_can_use_gpus(ctx):
     """(cuda usable, features available) for the torch the tests will import."""
-    python = ctx.os.environ.get("TORCH_TEST_PYTHON", "")
+    python = ctx.os.environ.get(HOST_ENV["PYTHON"], "")
     if not python:
         return (False, [])  # the pinned lock is torch's CPU build
-    result = ctx.execute([python, "-c", _PROBE], timeout = 120)
+
+    # The features' probes are the ones the tests' plugin uses (tools/hardware/probe.py).
+    probe = ctx.path(Label("//tools/hardware:probe.py"))
+    root = str(probe.dirname.dirname.dirname)
+    result = ctx.execute(
+        [python, "-c", "from tools.hardware import probe; probe.main()"],
+        environment = {"PYTHONPATH": root, "PYTHONDONTWRITEBYTECODE": "1"},
+        timeout = 120,
+    )
     if result.return_code != 0:
         # buildifier: disable=print (a repository rule's only way to warn the user)
         print("host_hardware: cannot import torch with {}: {}".format(python, result.stderr[-500:]))
         return (False, [])
-    cuda, nccl, triton = result.stdout.strip().split(" ")
-    return (cuda == "True", [f for f, ok in [("nccl", nccl), ("triton", triton)] if ok == "True"])
+    found = json.decode(result.stdout.strip().splitlines()[-1])
+    return (found["cuda"], [f for f in found["features"] if f in FEATURES])
 
 def _host_hardware_impl(ctx):
     gpus = _detect_gpus(ctx)
@@ -53,11 +56,11 @@ def _host_hardware_impl(ctx):
     if gpus and not cuda:
         # buildifier: disable=print (a repository rule's only way to warn the user)
         print("host_hardware: {} GPU(s) found, but the tests' torch cannot use them; GPU targets will be SKIPPED. Use TORCH_TEST_PYTHON (README).".format(len(gpus)))
-    forced = ctx.os.environ.get("TORCH_TEST_GPUS", "")
+    forced = ctx.os.environ.get(HOST_ENV["GPUS"], "")
     if forced:
         count = int(forced)
     for feature in FEATURES:
-        forced = ctx.os.environ.get("TORCH_TEST_" + feature.upper(), "")
+        forced = ctx.os.environ.get(feature_override(feature), "")
         if forced:
             features = [f for f in features if f != feature] + ([feature] if forced == "1" else [])
     constraints = ["@//tools/platforms:" + c for c in constraints_offered(count, features)]
@@ -77,5 +80,5 @@ host_hardware = repository_rule(
     implementation = _host_hardware_impl,
     configure = True,
     local = True,
-    environ = ["TORCH_TEST_GPUS", "TORCH_TEST_NCCL", "TORCH_TEST_TRITON", "TORCH_TEST_PYTHON", "TORCH_TEST_ENV_FINGERPRINT"],
+    environ = [HOST_ENV[k] for k in ("GPUS", "PYTHON", "ENV_FINGERPRINT")] + [feature_override(f) for f in FEATURES],
 )

@@ -44,6 +44,7 @@ import argparse
 import json
 import pathlib
 
+from tools.remote import rig_settings
 from tools.remote.pools import read_pools
 
 # A gRPC thread per concurrent RPC, >= 100 x Bazel's --remote_max_connections (.bazelrc: 1)
@@ -171,7 +172,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--redis-port", type=int, required=True, help="the action cache's store")
-    parser.add_argument("--instance", default="main")
+    parser.add_argument("--instance", default=rig_settings.INSTANCE)
     parser.add_argument("--state", type=pathlib.Path, required=True, help="rig directory")
     parser.add_argument("--pg-socket", type=pathlib.Path, required=True)
     parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)

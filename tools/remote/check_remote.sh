@@ -23,7 +23,7 @@
 # Probes are //tools/remote:probe* (a torch_test target per variant, no torch) and two
 # //tools/selftest probes. The rig's GPU-pool worker has no GPUs: the probes' runner is told the
 # host has as many as the widest variant needs (--test_env=TORCH_TEST_HOST_GPUS,
-# test_utils/hardware.py) so it leases simulated ones; the probes never touch CUDA.
+# tools/hardware/probe.py) so it leases simulated ones; the probes never touch CUDA.
 # Runs Bazel with its own output bases and no convenience symlinks, so the workspace's server
 # and bazel-* links are left alone.
 #
@@ -35,16 +35,22 @@ readonly workspace="$PWD"
 scratch="$(mktemp -d /tmp/torch_tests_remote_check.XXXXXX)"
 chmod 755 "$scratch" # PostgreSQL runs as its own user under it
 export RIG_DIR="${scratch}/rig" RIG_PORT="${RIG_PORT:-8981}"
+RIG_INSTANCE="$(rig_setting RIG_INSTANCE)"
+export RIG_INSTANCE
+# The pool property key and the cpu variant's pool (tools/build_defs: pools.bzl, variants.bzl).
+read -r pool_key cpu_pool < <(python3 -c "from tools.remote.pools import read_pools
+key, pools = read_pools()
+print(key, pools['cpu'])")
 readonly endpoint="grpc://127.0.0.1:${RIG_PORT}"
 readonly clone="${scratch}/clone"
 readonly logs="${RIG_DIR}/logs"
 targets=(//tools/remote:all //tools/selftest:probe_plain //tools/selftest:probe_tqdm)
 # "SUFFIX POOL" of every GPU variant (tools/build_defs/variants.bzl).
-gpu_variants="$(python3 -c "from test_utils.hardware_table import table
+gpu_variants="$(python3 -c "from tools.hardware.table import table
 for spec in table()['VARIANTS'].values():
     if spec['gpus']: print(spec['suffix'], spec['pool'])")"
 # The widest variant's GPU count: the simulated GPUs of the GPU pools' worker (see above).
-most_gpus="$(python3 -c "from test_utils.hardware_table import table
+most_gpus="$(python3 -c "from tools.hardware.table import table
 print(max(spec['gpus'] for spec in table()['VARIANTS'].values()))")"
 simulated=("--test_env=TORCH_TEST_HOST_GPUS=${most_gpus}")
 remote=(--config=remote "--remote_executor=${endpoint}" "${simulated[@]}")
@@ -52,13 +58,13 @@ gpu_probes=($(awk '{print "//tools/remote:probe" $1}' <<<"$gpu_variants"))
 # Check 9's bound. BuildGrid 0.9.1 refuses database work for 30 s after its first connection error
 # (COOLDOWN_TIME_AFTER_POOL_DISPOSE_SECONDS, not configurable), so the finished test is reported
 # ~30 s after PostgreSQL went down, whatever the outage; then up to 5 s until Bazel's next
-# WaitExecution, and ~2 s of test setup and test.xml. Measured on the 2-core VM: 32, 32, 34 s
-# (before the fix: 66-74 s, the test ran twice). 45 s = 30 + 5 + 10 for a loaded host.
+# WaitExecution, and ~2 s of test setup and test.xml (tools/remote/README.md has the runs).
+# 45 s = 30 + 5 + 10 for a loaded host.
 readonly PG_RESTART_BOUND_S="${PG_RESTART_BOUND_S:-45}"
 # Check 12's bound. The dead worker's bot session expires 60 s after its last call
 # (bot-session-keepalive-timeout, buildgrid_config.py; the kill cancels its poll, so that is the
 # moment of the kill), the watchdog waits RIG_POOL_DEAD_AFTER_S (10) more and looks every 2 s;
-# Bazel learns of it at once. Measured: 68, 68, 70, 70 s after the kill (before: no report).
+# Bazel learns of it at once (tools/remote/README.md has the runs).
 readonly POOL_DEAD_BOUND_S="${POOL_DEAD_BOUND_S:-90}"
 
 # bazel_in DIR OUTPUT_BASE COMMAND ARGS...: Bazel in DIR with its own output base and no bazel-*
@@ -108,9 +114,9 @@ expect_no_line "$out" "SKIPPED" "no target SKIPPED"
 cpu="$(executions cpu)" gpu="$(executions gpu)"
 echo "cpu worker ran:" && sed 's/^/  /' <<<"$cpu"
 echo "gpu worker ran:" && sed 's/^/  /' <<<"$gpu"
-expect_line "$cpu" "^//tools/remote:probe Pool=cpu test-setup.sh$" "cpu probe on the cpu worker"
+expect_line "$cpu" "^//tools/remote:probe ${pool_key}=${cpu_pool} test-setup.sh$" "cpu probe on the cpu worker"
 while read -r suffix pool; do
-  expect_line "$gpu" "^//tools/remote:probe${suffix} Pool=${pool} test-setup.sh$" \
+  expect_line "$gpu" "^//tools/remote:probe${suffix} ${pool_key}=${pool} test-setup.sh$" \
     "probe${suffix} on the gpu worker, pool ${pool}"
 done <<<"$gpu_variants"
 expect_line "$cpu" "^//tools/selftest:probe_tqdm " "selftest probe on the cpu worker"
@@ -151,7 +157,7 @@ sed -i "s/\"pool\": \"${gpu_pool}\"/\"pool\": \"${other_pool}\"/" "${clone}/tool
 out="$(bazel_in "$clone" "${scratch}/ob2" test "${remote[@]}" //tools/remote:all)"
 expect_line "$out" "$(fresh //tools/remote:probe_gpu)" "gpu variant on another pool: re-ran"
 expect_line "$out" "$(cached //tools/remote:probe)" "cpu variant: still cached"
-expect_line "$(executions gpu)" "^//tools/remote:probe_gpu Pool=${other_pool} test-setup.sh$" "re-ran on pool ${other_pool}"
+expect_line "$(executions gpu)" "^//tools/remote:probe_gpu ${pool_key}=${other_pool} test-setup.sh$" "re-ran on pool ${other_pool}"
 cp "${workspace}/tools/build_defs/variants.bzl" "${clone}/tools/build_defs/variants.bzl"
 
 say "5. --config=remote_cache: shared CPU results, read-only unless --config=ci"
@@ -232,7 +238,7 @@ from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_p
 from buildgrid._protos.build.bazel.remote.execution.v2.remote_execution_pb2_grpc import ActionCacheStub
 blob = os.urandom(16)
 request = re_pb2.UpdateActionResultRequest(
-    instance_name="main",
+    instance_name=os.environ["RIG_INSTANCE"],
     action_digest=re_pb2.Digest(hash=hashlib.sha256(blob).hexdigest(), size_bytes=len(blob)),
     action_result=re_pb2.ActionResult(exit_code=0),
 )

@@ -9,10 +9,11 @@ the server, does what BuildGrid lacks and nothing more:
 
   * a pool is alive while some bot session with its property label has not expired
     (BuildGrid expires a session `bot-session-keepalive-timeout` after the worker's last call);
-  * a pool without one for DEAD_AFTER_S has its queued jobs completed through BuildGrid's own
-    Scheduler._batch_timeout_jobs (the queue timeout's code path: ExecuteResponse stored in
-    the CAS, job COMPLETED, Execute streams notified), with FAILED_PRECONDITION, the status the
-    Remote Execution API names for "no worker available" and one Bazel reports, not retries.
+  * a pool without one for --dead-after seconds (RIG_POOL_DEAD_AFTER_S, tools/remote/rig.conf)
+    has its queued jobs completed through BuildGrid's own Scheduler._batch_timeout_jobs (the
+    queue timeout's code path: ExecuteResponse stored in the CAS, job COMPLETED, Execute
+    streams notified), with FAILED_PRECONDITION, the status the Remote Execution API names for
+    "no worker available" and one Bazel reports, not retries.
 
 Usage: python -m tools.remote.pool_watchdog --pg-socket DIR --cas DIR [--dead-after S]
 (BuildGrid's venv; rig.sh starts it). Logs one line per failed batch.
@@ -31,8 +32,9 @@ from buildgrid.server.sql.models import BotEntry, JobEntry, PropertyLabelEntry
 from buildgrid.server.sql.provider import SqlProvider
 from sqlalchemy import select
 
+from tools.remote import rig_settings
+
 # A worker that restarts opens a new session within seconds; a pool without one this long is dead.
-DEAD_AFTER_S = 10
 PERIOD_S = 2
 
 log = logging.getLogger("pool_watchdog")
@@ -105,7 +107,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pg-socket", required=True, help="PostgreSQL's socket directory")
     parser.add_argument("--cas", required=True, help="BuildGrid's !disk-storage path")
-    parser.add_argument("--dead-after", type=float, default=DEAD_AFTER_S, help="seconds")
+    parser.add_argument(
+        "--dead-after", type=float, default=rig_settings.POOL_DEAD_AFTER_S, help="seconds"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     sql = SqlProvider(connection_string=f"postgresql+psycopg://bgd@/bgd?host={args.pg_socket}")

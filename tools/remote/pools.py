@@ -2,13 +2,13 @@
 variant table (tools/build_defs/variants.bzl).
 
 The rig must route by exactly what the targets carry, so it reads the .bzl files that define it
-instead of repeating pool names (test_utils.hardware_table: their data are plain literals,
+instead of repeating pool names (tools/hardware/table.py: their data are plain literals,
 hence valid Python).
 """
 
 import pathlib
 
-from test_utils.hardware_table import ROOT, read_literals, table
+from tools.hardware.table import ROOT, read_literals, table
 
 POOLS_BZL = ROOT / "tools" / "build_defs" / "pools.bzl"
 

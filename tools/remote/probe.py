@@ -11,10 +11,11 @@ import os
 import socket
 
 from test_utils import hardware
+from tools.hardware import variants
 
 
 def _probe():
-    print("variant", hardware.current_variant())
+    print("variant", variants.current_variant())
     print("gpus", os.environ.get("CUDA_VISIBLE_DEVICES", "-"))
     print("host", socket.gethostname())
     print("cwd", os.getcwd())
@@ -29,5 +30,5 @@ def _probe_test(gpus: int):
 
 
 # One test per variant, placed there by its GPU count: a new variant gets a probe by itself.
-for _name, _gpus in hardware.VARIANTS.items():
+for _name, _gpus in variants.VARIANTS.items():
     globals()[f"test_{_name}"] = _probe_test(_gpus)

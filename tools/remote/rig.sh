@@ -15,11 +15,12 @@
 #   tools/remote/rig.sh restart buildgrid|postgres   stop and start one of them (state kept)
 #
 # Environment:
-#   RIG_DIR      state, logs and pid files (default /tmp/torch_tests_rig); must be traversable
+# Defaults of RIG_DIR, RIG_PORT, RIG_INSTANCE and RIG_POOL_DEAD_AFTER_S: tools/remote/rig.conf.
+#   RIG_DIR      state, logs and pid files; must be traversable
 #                by the `postgres` user when run as root
-#   RIG_PORT     BuildGrid's port on 127.0.0.1 (default 8980, the one .bazelrc's configs name);
+#   RIG_PORT     BuildGrid's port on 127.0.0.1 (the one .bazelrc's configs name);
 #                Redis listens on RIG_PORT + 100
-#   RIG_INSTANCE REAPI instance name (default main, as in .bazelrc)
+#   RIG_INSTANCE REAPI instance name (as in .bazelrc)
 #   RIG_PYTHON   Python >= 3.13 for BuildGrid (default: python3.13 on PATH or pyenv's newest)
 #   RIG_VENV     BuildGrid's virtualenv, kept between runs (default
 #                ~/.cache/torch_tests/buildgrid-<hash of requirements.lock>)
@@ -28,17 +29,18 @@
 #   RIG_GRPC_SERVER_OPTIONS  extra gRPC core args for BuildGrid, e.g. "grpc.max_concurrent_streams=32"
 #   RIG_PG_DOWN_S  seconds `restart postgres` keeps PostgreSQL down (default 0)
 #   RIG_POOL_DEAD_AFTER_S  seconds a pool may have no live worker before its queued actions
-#                fail with an error naming it (default 10; pool_watchdog.py)
+#                fail with an error naming it (pool_watchdog.py)
 #   RIG_GRPC_DEFAULT_QUEUE=1  keep gRPC's default pending-call queue, which cancels the calls of a
 #                cold upload (for tools/remote/bench_cold_uploads.sh "before")
 set -euo pipefail
 readonly root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "${root}/tools/remote/rig_lib.sh"
 
-export RIG_DIR="${RIG_DIR:-/tmp/torch_tests_rig}"
-readonly port="${RIG_PORT:-8980}"
+RIG_DIR="$(rig_setting RIG_DIR)"
+export RIG_DIR
+readonly port="$(rig_setting RIG_PORT)"
 readonly redis_port=$((port + 100)) # the action cache's store
-readonly instance="${RIG_INSTANCE:-main}"
+readonly instance="$(rig_setting RIG_INSTANCE)"
 readonly venv="$(rig_venv)"
 readonly lock="${root}/tools/remote/requirements.lock"
 readonly logs="${RIG_DIR}/logs"
@@ -176,7 +178,7 @@ start_workers() {
 start_watchdog() {
   start_daemon watchdog "${logs}/watchdog.log" env PYTHONPATH="$root" PYTHONUNBUFFERED=1 \
     "${venv}/bin/python" -m tools.remote.pool_watchdog --pg-socket "$pg" --cas "${RIG_DIR}/cas" \
-    --dead-after "${RIG_POOL_DEAD_AFTER_S:-10}"
+    --dead-after "$(rig_setting RIG_POOL_DEAD_AFTER_S)"
 }
 
 # worker NAME CAPACITY --property=KEY=VALUE...

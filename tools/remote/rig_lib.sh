@@ -2,6 +2,14 @@
 
 rig_die() { echo "rig: $*" >&2; exit 2; }
 
+# rig_setting NAME: $NAME if set, else its value in tools/remote/rig.conf (the one place).
+rig_setting() {
+  local value="${!1:-}"
+  [[ -n $value ]] || value="$(sed -n "s/^$1=//p" "$(dirname "${BASH_SOURCE[0]}")/rig.conf")"
+  [[ -n $value ]] || rig_die "no $1 in tools/remote/rig.conf"
+  echo "$value"
+}
+
 # find_python: a Python >= 3.13 for BuildGrid 0.9.1: $RIG_PYTHON, else python3.1x on PATH, else
 # the newest pyenv 3.13+ install.
 find_python() {

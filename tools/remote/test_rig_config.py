@@ -4,8 +4,8 @@ import pathlib
 import re
 import unittest
 
-from test_utils import hardware_table
-from tools.remote import buildgrid_config, pools
+from tools.hardware import table
+from tools.remote import buildgrid_config, pools, rig_settings
 
 
 def _render(**overrides):
@@ -24,7 +24,7 @@ class PoolsTest(unittest.TestCase):
     def test_reads_key_and_a_pool_per_variant(self):
         key, by_variant = pools.read_pools()
         self.assertTrue(key)
-        self.assertEqual(list(by_variant), list(hardware_table.table()["VARIANTS"]))
+        self.assertEqual(list(by_variant), list(table.table()["VARIANTS"]))
         self.assertEqual(by_variant["multi_gpu"], "gpu-h200-x2")
 
     def test_missing_assignment_is_an_error(self):
@@ -60,6 +60,19 @@ class ConfigTest(unittest.TestCase):
         config = _render(threads=123)
         self.assertIn("thread-pool-size: 123", config)
         self.assertIn("maximum-concurrent-rpcs: 123", config)
+
+
+class SettingsTest(unittest.TestCase):
+    def test_bazelrc_names_the_rigs_port_and_instance(self):
+        bazelrc = (table.ROOT / ".bazelrc").read_text()
+        endpoints = re.findall(r"^build:\w+ --remote_(?:executor|cache)=(\S+)$", bazelrc, re.M)
+        instances = re.findall(r"^build:\w+ --remote_instance_name=(\S+)$", bazelrc, re.M)
+        self.assertEqual(len(endpoints), 2)  # --config=remote and --config=remote_cache
+        self.assertEqual(set(endpoints), {f"grpc://127.0.0.1:{rig_settings.PORT}"})
+        self.assertEqual(set(instances), {rig_settings.INSTANCE})
+        self.assertEqual(len(instances), 2)
+        rig_dir = rig_settings.SETTINGS["RIG_DIR"]
+        self.assertRegex(bazelrc, rf"(?m)^try-import {re.escape(rig_dir)}/auth\.bazelrc$")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,9 @@
 
 The GPU machines' image (torch 2.11.0+cu130) installs torch without .pyc files and sets
 PYTHONDONTWRITEBYTECODE=1; inside Bazel's sandbox its site-packages is read-only anyway. So
-every test process, rank and helper compiled torch's sources again. Measured on nvidia-h100-x1
-(bench/bytecode_cost.sh, 2026-11-25): a process's first inductor compile spends 55.7 s in
-inductor's CPU vector-ISA check (child processes that import torch) without bytecode, 28.4 s
-with a cold shared cache; `import torch` 4.9 s without. Such processes get a bytecode cache
+every test process, rank and helper compiled torch's sources again, most of all in a process's
+first inductor compile, whose CPU vector-ISA check imports torch in child processes
+(bench/bytecode_cost.sh measures it; README "Numbers"). Such processes get a bytecode cache
 shared by the host's tests (PYTHONPYCACHEPREFIX): Python checks each entry against its source's
 mtime and size, as it does __pycache__, and writes it atomically, so concurrent tests are safe.
 Entries under a test's own folders, its runfiles and TEST_TMPDIR (sandbox paths no later test

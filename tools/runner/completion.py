@@ -18,11 +18,12 @@ fails with a message naming the last test that started. The check lives in the r
 holds under `bazel test`, `bazel run` and on remote workers alike.
 """
 
-import ctypes
 import os
 import signal
 import subprocess
 import sys
+
+from tools.runner import lifetime
 
 _SELECTED, _START, _FINISH, _SESSION_FINISHED = "selected", "start", "finish", "session_finished"
 # A group kill (Bazel's timeout) and the runner's forward of it are one request, not two.
@@ -132,10 +133,4 @@ def _forward(child: subprocess.Popen, signum: int) -> None:
 
 def die_with_parent() -> None:
     """In the child: SIGTERM when the runner dies (e.g. SIGKILL), so its ranks are cleaned up."""
-    parent = os.getppid()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (AttributeError, OSError):
-        return  # not Linux
-    if os.getppid() != parent:  # the runner died before prctl took effect
-        os.kill(os.getpid(), signal.SIGTERM)
+    lifetime.die_with_parent(signal.SIGTERM)

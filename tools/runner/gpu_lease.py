@@ -9,8 +9,10 @@ slot under a host-wide directory.
 * A test takes one slot on each GPU it uses, on the least busy GPUs. With the default one
   slot per GPU, every test (multi-GPU ones included) has whole GPUs to itself.
 * Locks are flock()s: the kernel frees them when the holder exits, even by SIGKILL.
-* The lease sets CUDA_VISIBLE_DEVICES to the leased GPUs; holding part of each GPU it also
-  exports TORCH_TEST_GPU_MEMORY_FRACTION (its slots / the slots) for tests to cap their memory.
+* The lease returns the environment of its holder's processes: CUDA_VISIBLE_DEVICES, the
+  leased GPUs, and holding part of each GPU, TORCH_TEST_GPU_MEMORY_FRACTION (its slots / the
+  slots) for tests to cap their memory (tools/hardware/memory_cap.py). The runner puts it in
+  the environment it composes for the test.
 
 Environment:
   TORCH_TEST_GPU_LEASE_DIR   lock directory (default /dev/shm/torch_test_gpu_lease, writable in
@@ -19,10 +21,13 @@ The runner waits for free GPUs until the test's deadline (TORCH_TEST_DEADLINE).
 """
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import pathlib
 import time
+
+from tools.hardware import envvars
 
 DEFAULT_DIR = "/dev/shm/torch_test_gpu_lease"
 POLL_SECONDS = 0.2
@@ -30,6 +35,19 @@ POLL_SECONDS = 0.2
 
 class LeaseError(RuntimeError):
     pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Lease:
+    gpus: list[int]
+    env: dict[str, str]  # what the holder's processes need to know of the lease
+
+
+def lease_env(gpus: list[int], slots_per_gpu: int, slots_each: int) -> dict[str, str]:
+    added = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))}
+    if slots_each < slots_per_gpu:
+        added[envvars.GPU_MEMORY_FRACTION] = f"{slots_each / slots_per_gpu:.4f}"
+    return added
 
 
 def _lock(path: pathlib.Path, blocking: bool):
@@ -74,8 +92,9 @@ def lease(
     holder: str = "",
     slots_per_gpu: int = 1,
     slots_each: int = 1,
+    env=os.environ,
 ):
-    """Hold `count` GPUs for the duration of the block; yields their indices.
+    """Hold `count` GPUs for the duration of the block; yields them and their Lease.env.
 
     `slots_each` slots of every chosen GPU (all `slots_per_gpu` of them: the GPUs whole); the
     sharing policy that picks them (TORCH_TEST_SLOTS_PER_GPU included) is
@@ -83,7 +102,7 @@ def lease(
     """
     if count > total_gpus:
         raise LeaseError(f"needs {count} GPUs, found {total_gpus}")
-    directory = pathlib.Path(os.environ.get("TORCH_TEST_GPU_LEASE_DIR", DEFAULT_DIR))
+    directory = pathlib.Path(env.get(envvars.GPU_LEASE_DIR, DEFAULT_DIR))
     directory.mkdir(mode=0o777, parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
     while True:
@@ -101,17 +120,7 @@ def lease(
     for fd in fds:  # who holds what, for humans and the lease self-test
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {holder}\n".encode(), 0)
-    exported = ("CUDA_VISIBLE_DEVICES", "TORCH_TEST_GPU_MEMORY_FRACTION")
-    saved = {k: os.environ.get(k) for k in exported}
-    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
-    if slots_each < slots_per_gpu:
-        os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] = f"{slots_each / slots_per_gpu:.4f}"
     try:
-        yield gpus
+        yield Lease(gpus, lease_env(gpus, slots_per_gpu, slots_each))
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         _release(fds)

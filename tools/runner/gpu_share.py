@@ -1,13 +1,12 @@
 """How much of its GPUs a GPU test leases, from measured facts: whole GPUs or a memory share.
 
 Tests bound by compiling on the CPU leave the GPU mostly idle, so several of them on one GPU
-finish sooner (issue 16: 80 s -> 64 s on a 1-GPU host with two per GPU). Sharing must never
+finish sooner (README "Numbers"). Sharing must never
 turn an OOM into a flake, so each GPU is cut into SLOTS slots of equal memory (of the smallest
 visible GPU) and a test takes as many as its recorded peak GPU memory needs, with a margin for
 what the caching allocator does not count (CUDA context, library workspaces); its memory is
-then capped at those slots (test_utils.hardware.cap_gpu_memory). A small test thus runs beside
-two large ones instead of waiting for half a GPU (H100, 2026-11-25: test_recompile_ux_gpu,
-~1 GiB, held one of two halves for 17 s while a 13.6 GiB shard waited). Otherwise it takes
+then capped at those slots (tools/hardware/memory_cap.py). A small test thus runs beside
+two large ones instead of holding half a GPU while a large one waits. Otherwise it takes
 every slot of its GPUs:
 
   the target says it needs a whole GPU     TORCH_TEST_WHOLE_GPU=1 (torch_test whole_gpu = True)
@@ -27,7 +26,7 @@ import math
 import sys
 from collections.abc import Callable
 
-from test_utils import hardware
+from tools.hardware import envvars, probe
 
 # Slots per GPU: at most this many tests share one GPU (an H100's slot is ~10 GiB).
 DEFAULT_SLOTS = 8
@@ -47,24 +46,17 @@ class Decision:
         return self.slots_each < self.slots_per_gpu
 
 
-def gpu_memory_mib() -> int | None:
-    """Memory of the smallest GPU on this host (nvidia-smi), or None."""
-    out = hardware.nvidia_smi("--query-gpu=memory.total", "--format=csv,noheader,nounits")
-    sizes = [int(line) for line in (out or "").split() if line.strip().isdigit()]
-    return min(sizes) if sizes else None
-
-
-def decide(env, memory_mib: Callable[[], int | None] = gpu_memory_mib) -> Decision:
+def decide(env, memory_mib: Callable[[], int | None] = probe.gpu_memory_mib) -> Decision:
     """The sharing decision; asks for the GPU memory (an nvidia-smi call) only when it matters."""
-    explicit = env.get("TORCH_TEST_SLOTS_PER_GPU")
+    explicit = env.get(envvars.SLOTS_PER_GPU)
     slots = int(explicit) if explicit else DEFAULT_SLOTS
     if slots < 1:
         raise ValueError(f"TORCH_TEST_SLOTS_PER_GPU={explicit}: must be >= 1")
-    if env.get("TORCH_TEST_WHOLE_GPU") == "1":
+    if env.get(envvars.WHOLE_GPU) == "1":
         return Decision(slots, slots, "the target needs whole GPUs (TORCH_TEST_WHOLE_GPU=1)")
     if explicit:
         return Decision(slots, 1, f"TORCH_TEST_SLOTS_PER_GPU={explicit}")
-    peak = env.get("TORCH_TEST_GPU_PEAK_MIB")
+    peak = env.get(envvars.GPU_PEAK_MIB)
     if not peak:
         return Decision(slots, slots, "no peak GPU memory recorded for this target")
     memory = memory_mib()

@@ -16,6 +16,8 @@ import os
 import shutil
 import tempfile
 
+from tools.runner import lifetime
+
 PREFIX = "torch_test-"
 LOCK = "owner.lock"
 
@@ -40,15 +42,11 @@ def remove_stale(parent: str = "/tmp") -> list[str]:
     removed = []
     for lock in glob.glob(os.path.join(parent, PREFIX + "*", LOCK)):
         try:
-            fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+            if lifetime.is_held(lock):
+                continue  # a live runner holds it
         except OSError:
             continue  # another user's, or removed meanwhile
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            continue  # a live runner holds it
+        # Its owner is dead: a renamed lock file never gets another.
         shutil.rmtree(os.path.dirname(lock), ignore_errors=True)
-        os.close(fd)
         removed.append(os.path.dirname(lock))
     return removed

@@ -12,7 +12,10 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
                                ships no bytecode, a bytecode cache are per user in /tmp
   TEST_UNDECLARED_OUTPUTS_DIR  rank logs of multi-process tests (test_utils.distributed)
   TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
-  TEST_TIMEOUT                 exported as TORCH_TEST_DEADLINE for harness timeouts
+  TEST_TIMEOUT                 becomes the deadline of harness timeouts (TORCH_TEST_DEADLINE)
+Environment: the runner composes the test's environment in one place (`child_env`) from what
+each part returns (directories, bytecode, deadline, GPU lease and probe); no other module
+writes os.environ. The child exports only its thread budget, for the ranks it starts.
 Two processes: this one (the runner) sets up directories and the GPU lease, then runs pytest
 in a child (`pytest_runner.py --session LEDGER ...`) and passes the target only if the child's
 ledger proves every selected test reported a result (tools/runner/completion.py): a test that
@@ -39,7 +42,7 @@ import signal
 import sys
 import time
 
-from test_utils import hardware
+from tools.hardware import envvars, probe, variants
 from tools.runner import (
     bytecode,
     completion,
@@ -120,7 +123,7 @@ def _exit_code(code: int, selector, env) -> int:
             return 0  # this shard is empty, others have tests
         test_filter = env.get("TESTBRIDGE_TEST_ONLY")
         shown = f", filter {test_filter!r}" if test_filter else ""
-        print(NO_TESTS.format(variant=hardware.current_variant(), filter=shown), file=sys.stderr)
+        print(NO_TESTS.format(variant=variants.current_variant(), filter=shown), file=sys.stderr)
         return 1
     return int(code)
 
@@ -138,6 +141,11 @@ def _report_resources(wall: float) -> None:
     )
 
 
+def _export_to_ranks(added: dict[str, str]) -> None:
+    """In the child: what the processes its tests start inherit (the thread budget)."""
+    os.environ.update(added)
+
+
 def session(ledger: str, args: list[str], env=os.environ) -> int:
     """The child: runs pytest on `args`, recording its progress in `ledger`."""
     import pytest
@@ -148,7 +156,7 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     faulthandler.enable()
     _install_sigterm_handler()
     selector = sharding.ShardSelector.from_env(env)
-    budget = threads.ThreadBudget.start(env)  # before the tests import torch
+    budget = threads.ThreadBudget.start(env, export=_export_to_ranks)  # before torch's import
     code = pytest.main(args, plugins=[selector, completion.Ledger(ledger), budget])
     gpu_share.report_peak()
     return _exit_code(code, selector, env)
@@ -156,32 +164,43 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
 
 @contextlib.contextmanager
 def _gpus_for(variant: str, env, holder: str):
-    """Holds the GPUs the variant needs (none for cpu) while the tests run."""
-    need = hardware.gpus_needed(variant)
+    """Holds the GPUs the variant needs (none for cpu) while the tests run; yields the
+    environment the test needs to use them."""
+    need = variants.gpus_needed(variant)
     if not need:
-        yield
+        yield {}
         return
-    missing = hardware.missing_hardware(variant)
-    if missing:
-        raise gpu_lease.LeaseError(f"cannot run on this host: {missing}")
-    deadline = float(env.get("TORCH_TEST_DEADLINE", time.time() + 3600))
+    refused = variants.cannot_run(variant)
+    if refused:
+        raise gpu_lease.LeaseError(refused)
+    deadline = float(env.get(envvars.DEADLINE, time.time() + 3600))
     asked = time.time()
     share = gpu_share.decide(env)
     with gpu_lease.lease(
         need,
-        hardware.visible_gpu_count(),
+        probe.visible_gpu_count(),
         timeout=max(1.0, deadline - time.time()),
         holder=holder,
         slots_per_gpu=share.slots_per_gpu,
         slots_each=share.slots_each,
-    ) as gpus:
+        env=env,
+    ) as held:
         waited = time.time() - asked
         how = "shared" if share.shared else "whole"
         print(
-            f"torch_test lease: GPUs {gpus} after {waited:.1f} s ({how}: {share.reason})",
+            f"torch_test lease: GPUs {held.gpus} after {waited:.1f} s ({how}: {share.reason})",
             file=sys.stderr,
         )
-        yield
+        yield {**held.env, **probe.exported_env()}
+
+
+def deadline_env(env, started: float) -> dict[str, str]:
+    """The one deadline of the test's harness timeouts, which use it as it is."""
+    if not env.get("TEST_TIMEOUT"):
+        return {}
+    # Harness timeouts must fire before Bazel's: leave 10% (at least 15 s) for teardown.
+    budget = float(env["TEST_TIMEOUT"])
+    return {envvars.DEADLINE: str(started + budget - max(15.0, budget * 0.1))}
 
 
 def run(argv: list[str], env=os.environ) -> int:
@@ -195,30 +214,30 @@ def run(argv: list[str], env=os.environ) -> int:
         print(refused_options.message(refused, argv[0]), file=sys.stderr)
         return 2
     started = time.time()
-    if env.get("TEST_TIMEOUT"):
-        # Harness timeouts must fire before Bazel's: leave 10% (at least 15 s) for teardown.
-        budget = float(env["TEST_TIMEOUT"])
-        env["TORCH_TEST_DEADLINE"] = str(started + budget - max(15.0, budget * 0.1))
+    # The test's environment: composed here, from what each part returns, and nowhere else.
+    child_env = {**env, **deadline_env(env, started)}
     if env.get("TEST_SHARD_STATUS_FILE"):
         pathlib.Path(env["TEST_SHARD_STATUS_FILE"]).touch()
     premature = env.get("TEST_PREMATURE_EXIT_FILE")
     if premature:
         pathlib.Path(premature).touch()
     # Only the plugins we name: a host image's pytest plugins must not change what runs.
-    env.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    child_env.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
     with private_tmp.private_tmp() as short:
-        args = [argv[0], *_configure_dirs(env, short), *_protocol_args(env), *argv[1:]]
+        args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
         ledger = os.path.join(short, "ledger")
         child = [sys.executable, os.path.abspath(__file__), SESSION_FLAG, ledger, *args]
+        holder = env.get("TEST_TARGET", argv[0])
         try:
-            with _gpus_for(hardware.current_variant(), env, env.get("TEST_TARGET", argv[0])):
-                result = completion.run_session(child, env, ledger)
+            with _gpus_for(variants.current_variant(), child_env, holder) as gpu_env:
+                child_env.update(gpu_env)
+                result = completion.run_session(child, child_env, ledger)
         except gpu_lease.LeaseError as error:
             print(f"GPU lease failed: {error}", file=sys.stderr)
             return 1
         finally:
-            bytecode.forget_test_dirs(env, BYTECODE_CACHE)
+            bytecode.forget_test_dirs(child_env, BYTECODE_CACHE)
     _report_resources(time.time() - started)
     if premature:
         pathlib.Path(premature).unlink(missing_ok=True)

@@ -8,10 +8,10 @@ all this is round-robin). Ties break on node id, so a given file always yields t
 """
 
 import heapq
-import json
 import os
 
-DURATIONS_ENV = "TORCH_TEST_DURATIONS"
+from tools.hardware import envvars
+
 # Seconds assumed for a test missing from the durations.
 UNKNOWN_DURATION = 1.0
 
@@ -33,8 +33,8 @@ def assign(node_ids: list[str], total_shards: int, durations: dict[str, float]) 
 
 
 def load_durations(env) -> dict[str, float]:
-    """Per-test seconds recorded for this target (JSON in DURATIONS_ENV), or {} if none."""
-    return {k: float(v) for k, v in json.loads(env.get(DURATIONS_ENV) or "{}").items()}
+    """Per-test seconds recorded for this target (JSON in envvars.DURATIONS), or {} if none."""
+    return {k: float(v) for k, v in envvars.decode(env.get(envvars.DURATIONS) or "{}").items()}
 
 
 class ShardSelector:

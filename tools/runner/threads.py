@@ -1,9 +1,9 @@
 """CPU thread budget of a test process, so tests running side by side share the host's cores.
 
 Unbounded, every torch process starts one intra-op thread per core and inductor one compile
-worker per core: on a 16-core GPU host running ~8 tests at once each target then ran 1.4-1.6x
-slower than alone (issue 16). Bazel 4.2.3 does not tell a test how many tests run beside it
-(--local_test_jobs is not in its environment), so the runner counts them: every runner holds
+worker per core, so tests running side by side oversubscribe the host many times over.
+Bazel 4.2.3 does not tell a test how many tests run beside it (--local_test_jobs is not in its
+environment), so the runner counts them: every runner holds
 an flock on a file of its own in a host-wide directory (the kernel drops it when the process
 dies, so crashed tests never count), and the number of held files is the number of tests
 running now. The budget is re-taken before every test case, since peers start and finish:
@@ -31,6 +31,9 @@ import os
 import pathlib
 import sys
 import tempfile
+
+from tools.hardware import envvars
+from tools.runner import lifetime
 
 DEFAULT_DIR = "/dev/shm/torch_test_jobs"
 MIN_THREADS = 2
@@ -65,37 +68,35 @@ def running_tests(directory: pathlib.Path) -> int:
         if path.name.startswith(STAGING):
             continue
         try:
-            fd = os.open(path, os.O_RDONLY)
+            held = lifetime.is_held(path)
         except FileNotFoundError:
             continue  # removed by another counter
         except PermissionError:
             count += 1  # another user's test (registrations are readable; assume it lives)
             continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            count += 1  # held by a live test (or by this one, through its own descriptor)
+        if held:
+            count += 1  # a live test (or this one, through its own descriptor)
         else:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-        finally:
-            os.close(fd)
     return count
 
 
 class ThreadBudget:
     """pytest plugin: applies the budget before every test case."""
 
-    def __init__(self, directory: pathlib.Path, env, log=sys.stderr):
+    def __init__(self, directory: pathlib.Path, env, log=sys.stderr, export=None):
         self.directory, self.env, self.log = directory, env, log
+        # Where the budget goes for the processes the test starts: the runner decides.
+        self.export = export or env.update
         self.fixed = {k for k in USER_KNOBS if env.get(k)}
         self.cores = _cores()  # fixed for the process; apply() runs before every test
         self.last = None
 
     @classmethod
-    def start(cls, env=os.environ) -> "ThreadBudget":
-        """Registers this process and exports the budget for the processes it starts."""
-        directory = pathlib.Path(env.get("TORCH_TEST_JOBS_DIR", DEFAULT_DIR))
+    def start(cls, env, export=None) -> "ThreadBudget":
+        """Registers this process; `export` receives the budget for the processes it starts."""
+        directory = pathlib.Path(env.get(envvars.JOBS_DIR, DEFAULT_DIR))
         directory.mkdir(mode=0o777, parents=True, exist_ok=True)
         with contextlib.suppress(PermissionError):
             directory.chmod(0o777)  # past the umask: every user's tests register here
@@ -106,30 +107,34 @@ class ThreadBudget:
         os.fchmod(fd, 0o644)  # other users' tests count it too
         os.rename(staging, staging.replace(STAGING, "test-", 1))
         # pytest captures fd 2 while a test runs; budget changes go to the real test log.
-        self = cls(directory, env, os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1))
+        log = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
+        self = cls(directory, env, log, export)
         self.apply()
         return self
 
     def apply(self) -> tuple[int, int, int | None]:
         running = running_tests(self.directory)
         intra, compile_threads = budget(self.cores, running)
+        added = {}
         if "OMP_NUM_THREADS" not in self.fixed:
-            self.env["OMP_NUM_THREADS"] = str(intra)
+            added["OMP_NUM_THREADS"] = str(intra)
             torch = sys.modules.get("torch")
             if torch is not None and hasattr(torch, "set_num_threads"):
                 torch.set_num_threads(intra)
         if "TORCHINDUCTOR_COMPILE_THREADS" not in self.fixed:
             if compile_threads is not None:
-                self.env["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads)
+                added["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads)
                 inductor = sys.modules.get("torch._inductor.config")
                 if inductor is not None:
                     inductor.compile_threads = compile_threads
+        self.export(added)
         now = (running, intra, compile_threads)
         if now != self.last:  # one line per change, for bench/ scripts and humans
+            shown = {**self.env, **added}
             print(
                 f"torch_test threads: {running} test(s) running on {self.cores} cores: "
-                f"intra-op {self.env.get('OMP_NUM_THREADS')}, "
-                f"compile workers {self.env.get('TORCHINDUCTOR_COMPILE_THREADS', 'default')}",
+                f"intra-op {shown.get('OMP_NUM_THREADS')}, "
+                f"compile workers {shown.get('TORCHINDUCTOR_COMPILE_THREADS', 'default')}",
                 file=self.log,
             )
             self.last = now

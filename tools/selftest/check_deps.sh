@@ -3,7 +3,8 @@
 # concern (so an edit re-runs only its dependents); a test that imports a module its target
 # does not depend on finds it missing from its runfiles only when it runs. Here every py_test's
 # own sources are read for `test_utils.<module>` imports, and Bazel is asked whether
-# //test_utils:<module>.py is among the target's transitive dependencies.
+# //test_utils:<module>.py is among the target's transitive dependencies. Last, no tool's
+# library depends on //test_utils.
 source "$(dirname "$0")/lib.sh"
 
 report="$(python3 - "$BAZEL" <<'PY'
@@ -39,4 +40,14 @@ sys.exit(1 if missing else 0)
 PY
 )" && pass "every test depends on the test_utils modules it imports (${report})" ||
   fail "missing test_utils deps: ${report}"
+
+# The tools (runner, lease, hardware model, gate, results, the recorder) stand on no test
+# library: editing a test helper must not change them or what they stage.
+tools='//tools/runner:runner + //tools/hardware/... + //tools/gate:gate + //tools/results/... + //tools:update_test_times'
+if leaks="$("$BAZEL" query "deps(${tools}) intersect //test_utils/..." 2>/dev/null)"; then
+  [[ -z $leaks ]] && pass "no tool depends on //test_utils" ||
+    fail "tools depend on the test library: $(tr '\n' ' ' <<<"$leaks")"
+else
+  fail "bazel query of the tools' dependencies failed"
+fi
 finish

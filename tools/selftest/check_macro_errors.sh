@@ -30,6 +30,12 @@ check "triton on the cpu variant" \
 check "nccl on an undeclared variant" \
   'torch_test(name = "t", variants = ["cpu"], nccl = ["multi_gpu"])' \
   'nccl names \["multi_gpu"\], which are not among variants'
+check "a feature the table lacks" \
+  'torch_test(name = "t", variants = ["cpu", "gpu"], features = {"nvshmem": ["gpu"]})' \
+  'features names \["nvshmem"\]; the table.s features are'
+check "features on the cpu variant" \
+  'torch_test(name = "t", variants = ["cpu", "gpu"], features = {"triton": ["cpu"]})' \
+  'triton lists the cpu variant'
 check "shard_count dict typo" \
   'torch_test(name = "t", variants = ["cpu", "multi_gpu"], shard_count = {"multi-gpu": 2})' \
   'shard_count names \["multi-gpu"\], which are not among variants'
@@ -107,7 +113,7 @@ query_of() {
 }
 # table FIELD: "variant value" per variant, from the table (Python reads the same literals).
 table() {
-  python3 -c "from test_utils.hardware_table import table
+  python3 -c "from tools.hardware.table import table
 for name, spec in table()['VARIANTS'].items(): print(name, spec['$1'])"
 }
 # Each variant's --config (checked against the table by //test_utils/tests:test_hardware_table)

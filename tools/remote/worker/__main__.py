@@ -14,6 +14,7 @@ import grpc
 from buildgrid.server.client.auth_token_loader import AuthTokenLoader
 from buildgrid.server.client.channel import _create_sync_interceptors
 
+from tools.remote import rig_settings
 from tools.remote.worker.bots import Bot
 from tools.remote.worker.sandbox import enter_private_mount_namespace
 
@@ -47,9 +48,11 @@ def _channel(url: str, token_file: str | None) -> grpc.Channel:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--server", default="http://127.0.0.1:8980", help="BuildGrid URL")
+    parser.add_argument(
+        "--server", default=f"http://127.0.0.1:{rig_settings.PORT}", help="BuildGrid URL"
+    )
     parser.add_argument("--token-file", help="JWT sent as 'authorization: Bearer' (re-read hourly)")
-    parser.add_argument("--instance", default="main")
+    parser.add_argument("--instance", default=rig_settings.INSTANCE)
     parser.add_argument("--name", required=True, help="bot id, shown in the logs")
     parser.add_argument(
         "--property", type=_property, action="append", default=[], help="KEY=VALUE, repeatable"

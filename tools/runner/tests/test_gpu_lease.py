@@ -21,9 +21,10 @@ TOTAL_GPUS = 2
 
 def _hold(lease_dir, count, seconds, log_path):
     os.environ["TORCH_TEST_GPU_LEASE_DIR"] = lease_dir
-    with gpu_lease.lease(count, TOTAL_GPUS, timeout=60, holder=f"holder-{os.getpid()}") as gpus:
+    with gpu_lease.lease(count, TOTAL_GPUS, timeout=60, holder=f"holder-{os.getpid()}") as held:
+        gpus = held.gpus
         start = time.monotonic()
-        assert os.environ["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, gpus))
+        assert held.env["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, gpus))
         time.sleep(seconds)
         end = time.monotonic()
     with open(log_path, "a") as log:
@@ -90,8 +91,8 @@ def test_killed_holder_frees_its_gpus(lease_dir, tmp_path):
         os.kill(holder.pid, signal.SIGKILL)
         holder.join()
     started = time.monotonic()
-    with gpu_lease.lease(2, TOTAL_GPUS, timeout=10) as gpus:
-        assert gpus == [0, 1]
+    with gpu_lease.lease(2, TOTAL_GPUS, timeout=10) as held:
+        assert held.gpus == [0, 1]
     assert time.monotonic() - started < 2
 
 
@@ -115,28 +116,28 @@ def test_slots_spread_then_share_gpus_and_cap_memory(lease_dir):
     with contextlib.ExitStack() as held:
         first = held.enter_context(shared(1, 2, timeout=1))
         second = held.enter_context(shared(1, 2, timeout=1))
-        assert (first, second) == ([0], [1]), "1-GPU tests go to idle GPUs before sharing"
+        assert (first.gpus, second.gpus) == ([0], [1]), "idle GPUs are taken before sharing"
         both = held.enter_context(shared(2, 2, timeout=1))
-        assert both == [0, 1], "a 2-GPU test takes the second slot of each GPU"
-        assert os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] == "0.5000"
+        assert both.gpus == [0, 1], "a 2-GPU test takes the second slot of each GPU"
+        assert both.env["TORCH_TEST_GPU_MEMORY_FRACTION"] == "0.5000"
         with pytest.raises(gpu_lease.LeaseError):  # every slot is taken now
             with shared(1, 2, timeout=0.3):
                 pass
-    with shared(2, 2, timeout=1) as gpus:  # all released on exit
-        assert gpus == [0, 1]
+    with shared(2, 2, timeout=1) as again:  # all released on exit
+        assert again.gpus == [0, 1]
 
 
 def test_a_whole_gpu_lease_excludes_shared_ones(lease_dir):
     whole = {"slots_per_gpu": 2, "slots_each": 2}
     shared = {"slots_per_gpu": 2, "slots_each": 1}
-    with gpu_lease.lease(1, 1, timeout=5, **shared):
-        assert os.environ["TORCH_TEST_GPU_MEMORY_FRACTION"] == "0.5000"
+    with gpu_lease.lease(1, 1, timeout=5, **shared) as part:
+        assert part.env["TORCH_TEST_GPU_MEMORY_FRACTION"] == "0.5000"
         with gpu_lease.lease(1, 1, timeout=5, **shared):  # two shares fit on one GPU
             with pytest.raises(gpu_lease.LeaseError):
                 gpu_lease.lease(1, 1, timeout=0.5, **shared).__enter__()
         with pytest.raises(gpu_lease.LeaseError):  # one share is taken: no whole GPU
             gpu_lease.lease(1, 1, timeout=0.5, **whole).__enter__()
-    with gpu_lease.lease(1, 1, timeout=5, **whole):
-        assert "TORCH_TEST_GPU_MEMORY_FRACTION" not in os.environ
+    with gpu_lease.lease(1, 1, timeout=5, **whole) as all_of_it:
+        assert "TORCH_TEST_GPU_MEMORY_FRACTION" not in all_of_it.env
         with pytest.raises(gpu_lease.LeaseError):
             gpu_lease.lease(1, 1, timeout=0.5, **shared).__enter__()

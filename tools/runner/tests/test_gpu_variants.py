@@ -5,6 +5,7 @@ leases exactly its GPUs (a 4-GPU and a 2-GPU target at once), that multi-process
 their world from the lease, and that collection refuses tests no target can hold honestly.
 """
 
+import json
 import os
 import subprocess
 import textwrap
@@ -17,15 +18,15 @@ HOST_GPUS = 8
 # hold their leases at the same time, or neither finishes.
 BODY = """
 import os, pathlib, time, types
-from test_utils import hardware
 from test_utils.hardware import requires_gpus
 from test_utils.multiprocess_testcase import MultiProcessTestCase
+from tools.hardware import probe
 
 def _meet(me, other):
     here = pathlib.Path(os.environ["MEETING"])
     seen = os.environ["CUDA_VISIBLE_DEVICES"]
     rank_world = MultiProcessTestCase.world_size.fget(types.SimpleNamespace(device_type="cuda"))
-    (here / me).write_text(f"{seen} {hardware.visible_gpu_count()} {rank_world}")
+    (here / me).write_text(f"{seen} {probe.visible_gpu_count()} {rank_world}")
     deadline = time.monotonic() + 60
     while not (here / other).exists():
         assert time.monotonic() < deadline, f"{other} never ran while {me} held its GPUs"
@@ -66,8 +67,8 @@ def test_each_variant_leases_exactly_its_gpus_at_once(tmp_path):
         env = fake_host(run_dir)
         env.update(
             TORCH_TEST_VARIANT=variant,
-            TORCH_TEST_DECLARED_VARIANTS="cpu,multi_gpu,gpu_x4",
-            TORCH_TEST_DECLARED_FEATURES="cpu=,multi_gpu=,gpu_x4=",
+            TORCH_TEST_DECLARED_VARIANTS='["cpu","multi_gpu","gpu_x4"]',
+            TORCH_TEST_DECLARED_FEATURES='{"cpu":[],"multi_gpu":[],"gpu_x4":[]}',
             TORCH_TEST_GPU_LEASE_DIR=str(tmp_path / "lease"),
             MEETING=str(meeting),
         )
@@ -102,7 +103,9 @@ def test_a_gpu_count_without_variant_fails_at_collection(tmp_path):
             pass
     """
     env = fake_host(tmp_path)
-    env.update(TORCH_TEST_VARIANT="cpu", TORCH_TEST_DECLARED_VARIANTS="cpu,multi_gpu,gpu_x4")
+    env.update(
+        TORCH_TEST_VARIANT="cpu", TORCH_TEST_DECLARED_VARIANTS='["cpu","multi_gpu","gpu_x4"]'
+    )
     result = run_runner(write_tests(tmp_path, textwrap.dedent(body)), env)
     assert result.returncode != 0
     output = result.stdout + result.stderr
@@ -129,22 +132,22 @@ def _run_cpu_target(tmp_path, declared_features):
     env = fake_host(tmp_path)
     env.update(
         TORCH_TEST_VARIANT="cpu",
-        TORCH_TEST_DECLARED_VARIANTS="cpu,multi_gpu",
-        TORCH_TEST_DECLARED_FEATURES=f"cpu=,multi_gpu={declared_features}",
+        TORCH_TEST_DECLARED_VARIANTS='["cpu","multi_gpu"]',
+        TORCH_TEST_DECLARED_FEATURES=json.dumps({"cpu": [], "multi_gpu": declared_features}),
     )
     result = run_runner(write_tests(tmp_path, NCCL_BODY), env)
     return result.returncode, result.stdout + result.stderr
 
 
 def test_nccl_marker_in_a_target_without_nccl_fails_at_collection(tmp_path):
-    code, output = _run_cpu_target(tmp_path, "")
+    code, output = _run_cpu_target(tmp_path, [])
     assert code != 0
     assert "marked @requires_nccl run in variant 'multi_gpu'" in output, output
     assert "test_collective" in output
 
 
 def test_declared_feature_no_test_uses_fails_at_collection(tmp_path):
-    code, output = _run_cpu_target(tmp_path, "nccl+triton")
+    code, output = _run_cpu_target(tmp_path, ["nccl", "triton"])
     assert code != 0
     assert "lists 'multi_gpu' in triton = [...], but none of" in output, output
     assert "run in variant" not in output, "nccl is declared and used: no complaint about it"

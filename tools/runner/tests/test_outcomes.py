@@ -168,7 +168,7 @@ def test_pattern_and_parametrized_ids(tmp_path):
 
 def test_entries_for_another_variant_do_not_apply(tmp_path):
     entry = SKIP_ENTRY + 'variants = ["gpu"]\n'
-    env = declare(tmp_path, entry, TORCH_TEST_DECLARED_VARIANTS="cpu,gpu")
+    env = declare(tmp_path, entry, TORCH_TEST_DECLARED_VARIANTS='["cpu","gpu"]')
     result = run(tmp_path, SKIPS_FOR_GPU, env)
     assert result.returncode == 1
     assert "skipped tests fail this target" in result.output

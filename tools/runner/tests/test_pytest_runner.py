@@ -163,7 +163,7 @@ def test_missing_gpus_fail_loudly(tmp_path):
 def test_test_in_undeclared_variant_fails(tmp_path):
     body = "from test_utils.hardware import requires_gpus\n\ndef test_cpu():\n    pass\n\n"
     body += "@requires_gpus(1)\ndef test_one_gpu():\n    pass\n"
-    env = bazel_env(tmp_path, TORCH_TEST_VARIANT="cpu", TORCH_TEST_DECLARED_VARIANTS="cpu")
+    env = bazel_env(tmp_path, TORCH_TEST_VARIANT="cpu", TORCH_TEST_DECLARED_VARIANTS='["cpu"]')
     result = run_runner(write_tests(tmp_path, body), env)
     assert result.returncode != 0
     assert "test_one_gpu (gpu)" in result.stdout + result.stderr

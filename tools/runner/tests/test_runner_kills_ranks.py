@@ -117,7 +117,7 @@ def test_sigterm_to_runner_kills_every_rank(tmp_path):
         tmp_path,
         TEST_TARGET="//fake:ranks_hang",
         TORCH_TEST_VARIANT="cpu",
-        TORCH_TEST_DECLARED_VARIANTS="cpu",
+        TORCH_TEST_DECLARED_VARIANTS='["cpu"]',
     )
     runner = start_runner(test_file, env)
     pids: set[int] = set()

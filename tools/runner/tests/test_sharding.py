@@ -2,6 +2,7 @@
 
 import json
 
+from tools.hardware import envvars
 from tools.runner import sharding
 
 IDS = [f"t::test_{i:02d}" for i in range(10)]
@@ -41,6 +42,6 @@ def test_assignment_is_deterministic():
 
 
 def test_durations_come_from_the_targets_environment():
-    env = {sharding.DURATIONS_ENV: json.dumps({"x": 2, "y": 3.5})}
+    env = {envvars.DURATIONS: json.dumps({"x": 2, "y": 3.5})}
     assert sharding.load_durations(env) == {"x": 2.0, "y": 3.5}
     assert sharding.load_durations({}) == {}

@@ -8,6 +8,7 @@ declares only the cpu variant must be refused with the GPU tests named.
 
 import xml.etree.ElementTree as ET
 
+from tools.hardware import envvars
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
 UPSTREAM_STYLE = """
@@ -69,8 +70,8 @@ class TestDevice(TestCase):
 instantiate_device_type_tests(TestDevice, globals())
 """
 
-ALL_VARIANTS = "cpu,gpu,multi_gpu,gpu_x4"
-FEATURES = "cpu=,gpu=triton,multi_gpu=nccl,gpu_x4=nccl"
+ALL_VARIANTS = envvars.encode(["cpu", "gpu", "multi_gpu", "gpu_x4"])
+FEATURES = envvars.encode({"cpu": [], "gpu": ["triton"], "multi_gpu": ["nccl"], "gpu_x4": ["nccl"]})
 
 
 def _cases(path):
@@ -112,8 +113,8 @@ def test_source_without_gpu_targets_is_refused_naming_each_gpu_test(tmp_path):
     env = bazel_env(
         tmp_path,
         TORCH_TEST_VARIANT="cpu",
-        TORCH_TEST_DECLARED_VARIANTS="cpu",
-        TORCH_TEST_DECLARED_FEATURES="cpu=",
+        TORCH_TEST_DECLARED_VARIANTS=envvars.encode(["cpu"]),
+        TORCH_TEST_DECLARED_FEATURES=envvars.encode({"cpu": []}),
         CUDA_VISIBLE_DEVICES="",
     )
     result = run_runner(test_file, env)

@@ -13,7 +13,7 @@ import os
 import pathlib
 
 # Not resolved: inside Bazel this is the runfiles tree, whose variants.bzl is a declared input.
-ROOT = pathlib.Path(os.path.abspath(__file__)).parent.parent
+ROOT = pathlib.Path(os.path.abspath(__file__)).parents[2]
 VARIANTS_BZL = ROOT / "tools" / "build_defs" / "variants.bzl"
 
 

@@ -1,0 +1,38 @@
+"""The environment bench/ gives plain pytest: what torch_test gives a test of the same variant.
+
+The ratios the benches report compare Bazel with plain pytest, so both sides must run the tests
+under the same variables: torch_test's COMMON_ENV (tools/hardware/envvars.bzl), the variant's
+env from the table (tools/build_defs/variants.bzl), the runner's pytest plugin settings; and none
+of this process's TORCH_TEST_* variables.
+"""
+
+import os
+import pathlib
+
+from tools.hardware import envvars, table
+from tools.runner import bytecode
+
+ENVVARS_BZL = table.ROOT / "tools" / "hardware" / "envvars.bzl"
+
+
+def plain_pytest_env(
+    variant: str, pythonpath: str, caches: pathlib.Path, **extra: str
+) -> dict[str, str]:
+    """This process's environment as a plain pytest run of `variant` needs it, kernel and
+    bytecode caches under `caches`; `extra` last."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(envvars.PREFIX)}
+    env.update(table.read_literals(ENVVARS_BZL)["COMMON_ENV"])
+    env.update(table.table()["VARIANTS"][variant]["env"])
+    env.update(
+        {envvars.VARIANT: variant, "PYTHONPATH": pythonpath, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    )
+    env.update(
+        TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"), TRITON_CACHE_DIR=str(caches / "triton")
+    )
+    # The same bytecode as Bazel's tests get (the runner's decision, cold like the kernel
+    # cache), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling, and
+    # a bound is not inflated by sources compiled again in every process.
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    bytecode.configure(env, str(caches / "bytecode"))
+    env.update(extra)
+    return env
