@@ -12,6 +12,13 @@ Outcomes, from how pytest encodes them:
   xpass    an expected failure that passed and failed the run: <failure> "[XPASS(strict)] ..."
            (pytest xfail strict) or "Unexpected success" (unittest.expectedFailure), or
            <skipped> "xfail-marked test passes unexpectedly" (older pytest)
+
+A testcase without a name is no test: pytest writes one when the session is interrupted (the
+runner's SIGTERM handler, i.e. a Bazel timeout); cases() leaves it out.
+
+User properties (Contract 1 of the expectations work, written by the pytest plugin):
+  torch_test.declared        "skip: <reason>" or "fail: <reason>": a declared outcome
+  torch_test.not_applicable  "<reason>": a test no hardware variant can run
 """
 
 import dataclasses
@@ -30,11 +37,24 @@ class Case:
     outcome: str
     time_s: float
     message: str  # first line of the failure/error/skip message ("" when passed)
+    declared: str | None = None  # user property torch_test.declared
+    not_applicable: str | None = None  # user property torch_test.not_applicable
 
     @property
     def id(self) -> str:
         """Unique within a target: `classname::name`."""
         return f"{self.classname}::{self.name}" if self.classname else self.name
+
+    @property
+    def node_id(self) -> str | None:
+        """pytest's node id (`file.py::Class::name`), from xunit1's file and classname."""
+        if not self.file.endswith(".py"):
+            return None
+        module = self.file[: -len(".py")].replace("/", ".")
+        inner = (
+            self.classname[len(module) :].strip(".") if self.classname.startswith(module) else ""
+        )
+        return "::".join([self.file, *filter(None, inner.split(".")), self.name])
 
 
 def _outcome(case: ET.Element) -> tuple[str, str]:
@@ -57,7 +77,10 @@ def _outcome(case: ET.Element) -> tuple[str, str]:
 def cases(path: pathlib.Path) -> list[Case]:
     found = []
     for case in ET.parse(path).getroot().iter("testcase"):
+        if not case.get("name"):
+            continue  # pytest's record of an interrupted session, not a test
         outcome, message = _outcome(case)
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
         found.append(
             Case(
                 classname=case.get("classname", ""),
@@ -66,6 +89,8 @@ def cases(path: pathlib.Path) -> list[Case]:
                 outcome=outcome,
                 time_s=float(case.get("time") or 0),
                 message=message,
+                declared=props.get("torch_test.declared"),
+                not_applicable=props.get("torch_test.not_applicable"),
             )
         )
     return found
