@@ -168,7 +168,7 @@ def record(python: pathlib.Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    """`candidate.py SPEC` prints the interpreter; `--missing-reason SPEC` why torchrec is absent."""
+    """`candidate.py SPEC` prints the interpreter; `--missing-reason SPEC`: why torchrec lacks."""
     reason = argv[:1] == ["--missing-reason"]
     try:
         python = build(argv[-1])
