@@ -304,6 +304,23 @@ class VerdictTest(unittest.TestCase):
                 "not confirmed (the case ran in 0 of 2 re-runs)",
             )
 
+    def test_a_case_failing_only_in_a_repeat_is_a_flaky_regression(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Fake(pathlib.Path(tmp))
+            base = compare.snapshot(
+                {"//pkg:t": fake.target("b", "//pkg:t", "PASSED", [[("x", "passed")]])}
+            )
+            repeated = fake.target("r", "//pkg:t", "FAILED", [[("x", "passed")]])
+            run2 = fake.target("r2", "//pkg:t", "FAILED", [[("x", "failed")]])
+            repeated.attempts.append(
+                bep.Attempt(1, 2, 1, "FAILED", False, 1, run2.attempts[0].outputs)
+            )
+            result = {"regressions": []}
+            gate._repeat_flakes(result, compare.snapshot({"//pkg:t": repeated}), base)
+        (item,) = result["regressions"]
+        self.assertEqual((item["case"], item["node_id"]), ("m.C::x", "m.py::C::x"))
+        self.assertTrue(item["confirmation"]["verdict"].startswith("flaky"))
+
     def test_a_rerun_that_runs_nothing_is_not_confirmed(self):
         target = bep.Target("//pkg:t", status="NO STATUS")
         self.assertEqual(
