@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import pathlib
+import shutil
 import sys
 import tempfile
 import unittest
@@ -28,6 +29,7 @@ FIXTURES = "//tools/gate/fixtures"
 class GateThroughBazel(unittest.TestCase):
     def _gate(self, *targets: str) -> tuple[int, dict, str]:
         tmp = pathlib.Path(tempfile.mkdtemp(prefix="gate_selftest."))
+        self.addCleanup(shutil.rmtree, tmp, True)
         state = tmp / "state"
         state.mkdir()
         original = gate.Gate.run
