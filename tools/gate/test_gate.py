@@ -13,7 +13,7 @@ import sys
 import tempfile
 import unittest
 
-from tools.gate import compare, gate, report, sides
+from tools.gate import candidate, compare, gate, report, sides
 from tools.results import bep
 
 
@@ -403,6 +403,31 @@ class BadInputTest(unittest.TestCase):
         # The README's commands pass no --out; the report then goes under the gate's root.
         args = argparse.Namespace(out=None, output_root=str(self.tmp))
         self.assertEqual(gate.Gate(args).out.parent, self.tmp / "reports")
+
+
+class CandidateTest(unittest.TestCase):
+    def test_spec_pins_torch_and_keeps_every_other_requirement(self):
+        pinned = candidate.requirements("torch==2.15.0")
+        self.assertIn("torch==2.15.0", pinned)
+        self.assertEqual([r for r in pinned if r.startswith("torch==")], ["torch==2.15.0"])
+        self.assertIn("transformers==5.23.0", pinned)
+        self.assertNotEqual(
+            candidate.venv_dir("torch==2.15.0"), candidate.venv_dir("torch==2.14.1")
+        )
+        self.assertFalse(candidate.is_spec("lock:/x.lock"))
+
+    def test_a_load_failure_names_the_library_and_the_missing_symbol(self):
+        # The tail of `import fbgemm_gpu` with fbgemm-gpu-cpu 1.9.0 on torch 2.15.0.
+        stderr = (
+            "Traceback (most recent call last):\n"
+            "OSError: /v/site-packages/fbgemm_gpu/fbgemm_gpu_py.so: undefined symbol: "
+            "_ZN3c1015report_overflowEPKc\n"
+            "OSError: Could not load this library: /v/site-packages/fbgemm_gpu/fbgemm_gpu_py.so\n"
+        )
+        self.assertEqual(
+            candidate._last_error_line(stderr),
+            "fbgemm_gpu_py.so: undefined symbol _ZN3c1015report_overflowEPKc",
+        )
 
 
 if __name__ == "__main__":
