@@ -789,7 +789,11 @@ class AotAutogradFallbackTests(DynamoTestCase):
             "5|aten.view.default|linear",
             "6|aten.t.default|linear",
             "7|aten.addmm.default|linear",
-            "8|aten.view.default|linear",
+            # Changed in 2.15: the view of linear's addmm output back to the input's shape is
+            # recorded as aten._unsafe_view.default (aten.view.default up to 2.14).
+            by_torch_version(
+                {"2.11": "8|aten.view.default|linear", "2.15": "8|aten._unsafe_view.default|linear"}
+            ),
             "9|aten.sub.Tensor|l1_loss",
             "10|aten.abs.default|l1_loss",
             "11|aten.mean.default|l1_loss",

@@ -8,16 +8,26 @@ Pure functions over results already on disk (tools/results reads them), so the s
 (test_gate.py) drive every category with fake test.xml pairs.
 
 Categories (a case is `label` + `classname::name`, over all shards):
-  regressions        passed|xfail -> failed|error; a case new on the candidate that fails;
-                     a target green on the baseline and red on the candidate with no failing
-                     case to show for it (crash, timeout, no test.xml)
+  regressions        a case that passed (or xfailed) on the baseline and did not pass on the
+                     candidate, whatever either target's status: failed, error, skipped,
+                     absent from a red target (a timeout or crash stopped it), or passed only
+                     on a retry (FLAKY); a case new on the candidate that fails; a target green
+                     on the baseline and red or FLAKY on the candidate with no case to show for
+                     it (crash, timeout, no test.xml)
+  declared           a case whose candidate outcome is declared (torch_test.declared /
+                     torch_test.not_applicable): covered, not a regression
   fixes              failed|error -> passed
   xfail_changes      xfail -> xpass|passed, and xpass|passed -> xfail
-  other_changes      any other outcome change (e.g. passed -> skipped)
+  xfail_message_changes  xfail on both sides, with another failure (type or message)
+  other_changes      any other outcome change (e.g. skipped -> passed)
   new_cases, vanished_cases
+  one_side           what ran on one side only, with the reason: targets SKIPPED or absent on
+                     one side, cases new or vanished or skipped on one side (coverage)
   skipped_one_side   targets SKIPPED on one side only (a package missing in one environment)
-  durations          cases and targets slower/faster beyond both thresholds
+  durations          cases and targets slower/faster beyond both thresholds and beyond the
+                     spread of each side's own runs (informational: builds and load differ)
   rss                peak RSS per target (runner's "torch_test resources:" line) beyond both
+And `coverage`: targets and cases compared on both sides.
 """
 
 import dataclasses
@@ -27,7 +37,7 @@ from tools.results import bep, junit, runner_log
 
 GOOD = ("passed", "xfail")
 BAD = ("failed", "error")
-# Not anchored: pytest's unterminated progress line often precedes it in the same log line.
+COVERAGE_KEYS = ("one_side",)
 
 
 @dataclasses.dataclass
@@ -36,6 +46,13 @@ class CaseResult:
     time_s: float
     message: str
     log: str  # test.log of the shard that ran it
+    node_id: str | None = None
+    declared: str | None = None  # the case's declared or not-applicable outcome, if any
+    times: tuple = ()  # seconds in every final run (--runs_per_test), for the spread
+    failed_attempts: int = 0  # earlier attempts (--flaky_test_attempts) in which it failed
+    attempts: int = 1
+    failed_message: str = ""  # the first failed attempt's message and log
+    failed_log: str = ""
 
 
 @dataclasses.dataclass
@@ -47,6 +64,10 @@ class TargetSnapshot:
     cases: dict  # case id -> CaseResult
     logs: list  # test.log of every final shard/run
     first_error: str = ""  # first failure line of the target's logs, when it is red
+    hung: str | None = None  # node id of the test a SIGTERM (timeout) stopped
+    stack: str = ""  # its stack, from the runner's SIGTERM dump
+    attempt_logs: list = dataclasses.field(default_factory=list)  # every attempt's test.log
+    durations: tuple = ()  # seconds of each final run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,25 +90,56 @@ def first_failure_line(text: str) -> str:
     return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
+def _read(path) -> str:
+    return path.read_text(errors="replace") if path and path.is_file() else ""
+
+
+def _declared(case) -> str | None:
+    if case.not_applicable:
+        return f"not applicable: {case.not_applicable}"
+    return case.declared
+
+
 def snapshot(targets: dict) -> dict:
     """TargetSnapshots from tools.results targets: test.xml cases, durations, peak RSS."""
     snap = {}
     for label, target in targets.items():
-        cases, peaks, texts = {}, [], []
-        for attempt in target.final_attempts():
-            log_text = (
-                attempt.log.read_text(errors="replace")
-                if attempt.log and attempt.log.is_file()
-                else ""
-            )
+        cases, peaks, texts, times = {}, [], [], {}
+        final = target.final_attempts()
+        for attempt in final:
+            log_text = _read(attempt.log)
             texts.append(log_text)
             if (peak := runner_log.peak_rss_mib(log_text)) is not None:
                 peaks.append(peak)
             if attempt.xml and attempt.xml.is_file():
                 for case in junit.cases(attempt.xml):
-                    cases[case.id] = CaseResult(
-                        case.outcome, case.time_s, case.message, str(attempt.log)
-                    )
+                    times.setdefault(case.id, []).append(case.time_s)
+                    old = cases.get(case.id)
+                    # Over several runs a case keeps its worst outcome: one failure is a failure.
+                    if old is None or (old.outcome in GOOD and case.outcome not in GOOD):
+                        cases[case.id] = CaseResult(
+                            case.outcome,
+                            case.time_s,
+                            case.message,
+                            str(attempt.log),
+                            case.node_id,
+                            _declared(case),
+                        )
+        for case_id, result in cases.items():
+            result.times = tuple(times[case_id])
+        # Earlier attempts of a (shard, run) that Bazel retried (--flaky_test_attempts, flaky).
+        earlier = [a for a in target.attempts if a not in final]
+        for attempt in earlier:
+            if attempt.xml and attempt.xml.is_file():
+                for case in junit.cases(attempt.xml):
+                    if case.id in cases:
+                        result = cases[case.id]
+                        result.attempts += 1
+                        if case.outcome in BAD:
+                            result.failed_attempts += 1
+                            result.failed_message = result.failed_message or case.message
+                            result.failed_log = result.failed_log or str(attempt.log)
+        hung = next((h for t in texts if (h := runner_log.hang(t))), None)
         red = target.status not in bep.GREEN and target.status != bep.SKIPPED
         snap[label] = TargetSnapshot(
             status=target.status,
@@ -97,19 +149,31 @@ def snapshot(targets: dict) -> dict:
             cases=cases,
             logs=[str(p) for p in target.log_files()],
             first_error=next((first_failure_line(t) for t in texts if t), "") if red else "",
+            hung=hung[0] if hung else None,
+            stack=hung[1] if hung else "",
+            attempt_logs=[str(a.log) for a in target.attempts if a.log and a.log.is_file()],
+            durations=tuple(
+                sum(a.duration_s for a in final if a.run == r)
+                for r in sorted({a.run for a in final})
+            ),
         )
     return snap
 
 
-def _beyond(before: float, after: float, ratio: float, absolute: float) -> bool:
+def _beyond(before: float, after: float, ratio: float, absolute: float, spread=0.0) -> bool:
     delta = after - before
-    return abs(delta) >= absolute and abs(delta) >= ratio * max(before, 1e-9)
+    return abs(delta) >= max(absolute, spread) and abs(delta) >= ratio * max(before, 1e-9)
+
+
+def _spread(values) -> float:
+    return max(values) - min(values) if len(values) > 1 else 0.0
 
 
 def _change(label, case_id, before, after) -> dict:
     return {
         "target": label,
         "case": case_id,
+        "node_id": (after or before).node_id,
         "baseline": before.outcome if before else None,
         "candidate": after.outcome if after else None,
         "message": (after or before).message,
@@ -117,109 +181,204 @@ def _change(label, case_id, before, after) -> dict:
     }
 
 
+def _hung_case(snap: TargetSnapshot) -> str | None:
+    """The case id of the test a timeout stopped (its node id ends with `::name`)."""
+    if not snap.hung:
+        return None
+    node = snap.hung
+    name = node.split("::")[-1]
+    classes = node.split("::")[1:-1]
+    return f"{'.'.join([node.split('::')[0][:-3].replace('/', '.'), *classes])}::{name}"
+
+
+def _absent(label, case_id, before, after_snap) -> dict:
+    """A baseline case the red candidate target never reported: stopped by a hang or crash."""
+    change = _change(label, case_id, before, None)
+    hung = _hung_case(after_snap)
+    if hung == case_id:
+        change["message"] = f"{after_snap.status}: this test was running when it was stopped"
+        change["stack"] = after_snap.stack
+    elif after_snap.hung:
+        change["message"] = f"not reached: {after_snap.status} while running {after_snap.hung}"
+    else:
+        change["message"] = after_snap.first_error or f"target {after_snap.status}"
+    change["log"] = after_snap.logs[0] if after_snap.logs else None
+    return change
+
+
 def compare(baseline: dict, candidate: dict, thresholds: Thresholds = Thresholds()) -> dict:
     result = {
         key: []
         for key in (
             "regressions",
+            "declared",
             "fixes",
             "xfail_changes",
+            "xfail_message_changes",
             "other_changes",
             "new_cases",
             "vanished_cases",
+            "one_side",
             "skipped_one_side",
+            "skipped_both",
             "durations",
             "rss",
         )
     }
+    coverage = {"targets": 0, "targets_compared": 0, "cases_compared": 0}
     for label in sorted(set(baseline) | set(candidate)):
+        coverage["targets"] += 1
         before, after = baseline.get(label), candidate.get(label)
         if before is None or after is None:
-            continue  # a target selected on one side only cannot be compared
-        if (before.status == bep.SKIPPED) != (after.status == bep.SKIPPED):
-            result["skipped_one_side"].append(
-                {"target": label, "baseline": before.status, "candidate": after.status}
+            side = "candidate" if before is None else "baseline"
+            result["one_side"].append(
+                {"target": label, "case": None, "reason": f"in the {side}'s run only"}
             )
             continue
-        case_regressions = 0
-        # A red target without a test.xml (crash, timeout) vanished nothing: it reported nothing.
-        blank = {
-            side
-            for side, snap in (("b", before), ("c", after))
-            if not snap.cases and snap.status not in bep.GREEN
-        }
-        for case_id in sorted(set(before.cases) | set(after.cases)):
-            old, new = before.cases.get(case_id), after.cases.get(case_id)
-            if new is None:
-                if "c" not in blank:
-                    result["vanished_cases"].append(_change(label, case_id, old, None))
-                continue
-            if old is None:
-                if "b" in blank:
-                    continue  # the baseline reported nothing to compare with
-                result["new_cases"].append(_change(label, case_id, None, new))
-                if new.outcome in BAD:
-                    result["regressions"].append(_change(label, case_id, None, new))
-                    case_regressions += 1
-                continue
-            if old.outcome != new.outcome:
-                change = _change(label, case_id, old, new)
-                if old.outcome in GOOD and new.outcome in BAD:
-                    result["regressions"].append(change)
-                    case_regressions += 1
-                elif old.outcome in BAD and new.outcome == "passed":
-                    result["fixes"].append(change)
-                elif "xfail" in (old.outcome, new.outcome) and {old.outcome, new.outcome} <= {
-                    "xfail",
-                    "xpass",
-                    "passed",
-                }:
-                    result["xfail_changes"].append(change)
-                else:
-                    result["other_changes"].append(change)
-            if _beyond(old.time_s, new.time_s, thresholds.duration_ratio, thresholds.duration_s):
-                result["durations"].append(
-                    {
-                        "target": label,
-                        "case": case_id,
-                        "baseline_s": old.time_s,
-                        "candidate_s": new.time_s,
-                    }
-                )
-        if before.status in bep.GREEN and after.status not in bep.GREEN and not case_regressions:
-            result["regressions"].append(
-                {
-                    "target": label,
-                    "case": None,
-                    "baseline": before.status,
-                    "candidate": after.status,
-                    "message": after.first_error or f"target {after.status}",
-                    "log": after.logs[0] if after.logs else None,
-                }
+        if before.status == bep.SKIPPED and after.status == bep.SKIPPED:
+            result["skipped_both"].append({"target": label})
+            continue
+        if (before.status == bep.SKIPPED) != (after.status == bep.SKIPPED):
+            item = {"target": label, "baseline": before.status, "candidate": after.status}
+            result["skipped_one_side"].append(item)
+            result["one_side"].append(
+                {"target": label, "case": None, "reason": "SKIPPED on one side", "skip": item}
             )
-        ran_both = (
-            before.status in bep.GREEN and after.status in bep.GREEN
-        )  # durations mean something
-        if ran_both and _beyond(
-            before.duration_s, after.duration_s, thresholds.duration_ratio, thresholds.duration_s
+            continue
+        if not before.cases or not after.cases:
+            if not before.cases and not after.cases:
+                result["one_side"].append(
+                    {"target": label, "case": None, "reason": "no test results on either side"}
+                )
+        else:
+            coverage["targets_compared"] += 1
+        case_regressions = _compare_cases(label, before, after, thresholds, result, coverage)
+        _compare_target(label, before, after, thresholds, result, case_regressions)
+    result["coverage"] = coverage
+    return result
+
+
+def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
+    regressions = 0
+    after_red = after.status not in bep.GREEN
+    for case_id in sorted(set(before.cases) | set(after.cases)):
+        old, new = before.cases.get(case_id), after.cases.get(case_id)
+        if new is not None and new.declared:
+            result["declared"].append(
+                dict(_change(label, case_id, old, new), declared=new.declared)
+            )
+            coverage["cases_compared"] += 1
+            continue
+        if new is None:
+            if old.outcome in GOOD and after_red:
+                result["regressions"].append(_absent(label, case_id, old, after))
+                regressions += 1
+            elif after.cases or not after_red:
+                result["vanished_cases"].append(_change(label, case_id, old, None))
+                if old.outcome != "skipped":
+                    result["one_side"].append(
+                        dict(_change(label, case_id, old, None), reason="vanished on the candidate")
+                    )
+            continue
+        if old is None:
+            if not before.cases and before.status not in bep.GREEN:
+                continue  # the baseline reported nothing to compare with (counted above)
+            result["new_cases"].append(_change(label, case_id, None, new))
+            if new.outcome in BAD:
+                result["regressions"].append(_change(label, case_id, None, new))
+                regressions += 1
+            elif new.outcome != "skipped":
+                result["one_side"].append(
+                    dict(_change(label, case_id, None, new), reason="new on the candidate")
+                )
+            continue
+        ran = (old.outcome != "skipped", new.outcome != "skipped")
+        if all(ran):
+            coverage["cases_compared"] += 1
+        change = _change(label, case_id, old, new)
+        if old.outcome in GOOD and new.outcome in BAD + ("skipped",):
+            result["regressions"].append(change)
+            regressions += 1
+        elif old.outcome in GOOD and new.failed_attempts:
+            change["flaky_attempts"] = f"failed {new.failed_attempts} of {new.attempts} attempts"
+            change["candidate"] = f"{new.outcome} on a retry"
+            change.update(message=new.failed_message, log=new.failed_log)
+            result["regressions"].append(change)
+            regressions += 1
+        elif old.outcome != new.outcome:
+            if old.outcome in BAD and new.outcome == "passed":
+                result["fixes"].append(change)
+            elif "xfail" in (old.outcome, new.outcome) and {old.outcome, new.outcome} <= {
+                "xfail",
+                "xpass",
+                "passed",
+            }:
+                result["xfail_changes"].append(change)
+            else:
+                result["other_changes"].append(change)
+            if any(ran) and not all(ran):
+                side = "baseline" if ran[0] else "candidate"
+                result["one_side"].append(dict(change, reason=f"ran on the {side} only"))
+        elif old.outcome == "xfail" and old.message != new.message:
+            change["baseline_message"] = old.message
+            result["xfail_message_changes"].append(change)
+        spread = _spread(old.times) + _spread(new.times)
+        if _beyond(
+            old.time_s, new.time_s, thresholds.duration_ratio, thresholds.duration_s, spread
         ):
             result["durations"].append(
                 {
                     "target": label,
-                    "case": None,
-                    "baseline_s": before.duration_s,
-                    "candidate_s": after.duration_s,
+                    "case": case_id,
+                    "baseline_s": old.time_s,
+                    "candidate_s": new.time_s,
                 }
             )
-        if before.peak_rss_mib is not None and after.peak_rss_mib is not None:
-            if _beyond(
-                before.peak_rss_mib, after.peak_rss_mib, thresholds.rss_ratio, thresholds.rss_mib
-            ):
-                result["rss"].append(
-                    {
-                        "target": label,
-                        "baseline_mib": before.peak_rss_mib,
-                        "candidate_mib": after.peak_rss_mib,
-                    }
-                )
-    return result
+    return regressions
+
+
+def _compare_target(label, before, after, thresholds, result, case_regressions) -> None:
+    if before.status in bep.GREEN and after.status != "PASSED" and not case_regressions:
+        message = after.first_error or f"target {after.status}"
+        if after.status == "FLAKY":
+            message = "FLAKY: passed only on a retry; " + (after.first_error or "see the logs")
+        result["regressions"].append(
+            {
+                "target": label,
+                "case": None,
+                "node_id": None,
+                "baseline": before.status,
+                "candidate": after.status,
+                "message": message,
+                "log": (after.attempt_logs or after.logs or [None])[0],
+                "stack": after.stack,
+            }
+        )
+    ran_both = before.status in bep.GREEN and after.status in bep.GREEN  # durations mean something
+    spread = _spread(before.durations) + _spread(after.durations)
+    if ran_both and _beyond(
+        before.duration_s,
+        after.duration_s,
+        thresholds.duration_ratio,
+        thresholds.duration_s,
+        spread,
+    ):
+        result["durations"].append(
+            {
+                "target": label,
+                "case": None,
+                "baseline_s": before.duration_s,
+                "candidate_s": after.duration_s,
+            }
+        )
+    if before.peak_rss_mib is not None and after.peak_rss_mib is not None:
+        if _beyond(
+            before.peak_rss_mib, after.peak_rss_mib, thresholds.rss_ratio, thresholds.rss_mib
+        ):
+            result["rss"].append(
+                {
+                    "target": label,
+                    "baseline_mib": before.peak_rss_mib,
+                    "candidate_mib": after.peak_rss_mib,
+                }
+            )

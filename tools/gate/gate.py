@@ -1,48 +1,60 @@
 """The upgrade gate: what does a candidate torch (or lock) change in this suite, test by test?
 
+    python3 tools/gate/gate.py --candidate torch==2.15.0                  # a whole candidate
     python3 tools/gate/gate.py --candidate python:/opt/torch214/bin/python
     python3 tools/gate/gate.py --candidate lock:/path/candidate.lock //dynamo_tests/...
 
 Sides (tools/gate/sides.py): `pinned` (default baseline), `lock:PATH`, `python:PATH` (host
-mode), or a bare path. Targets default to //... (GPU variants are SKIPPED on both sides of a
-CPU host). A target named explicitly that is incompatible on one side (a package missing
-there) is SKIPPED on that side, as under a pattern (tools/results/bep.py reads Bazel 4.2.3's
-"explicitly requested" warning).
+mode), a bare path, or `torch==X.Y.Z`: requirements.in with torch pinned there and torchrec /
+fbgemm moved to releases that load with it, installed once into a cached venv
+(tools/gate/candidate.py) and gated as `python:`. Targets default to //... (GPU variants are
+SKIPPED on both sides of a CPU host). A target named explicitly that is incompatible on one
+side (a package missing there) is SKIPPED on that side, as under a pattern.
 
-1. Checks both sides (missing interpreter, lock that is no lock or lacks torch, interpreter
-   without torch) and fetches each side's @pypi (a lock that does not resolve fails here):
-   a bad side is one line naming it, exit 2, before any test runs.
-2. Runs the targets on each side with `tools/bazel test`, each side in its own output base:
-   the pinned side in the workspace's own (so `tools/bazel test //...` results are reused),
-   every other side in ~/.cache/torch_tests/gate/<workspace>/<side> (--output-root puts all
-   sides there), run from a mirror of the workspace without its bazel-* links (see
-   Gate.workspace). Unchanged sources and environments are served from both caches.
-3. Compares per test case from each target's test.xml, all shards (tools/gate/compare.py),
-   through the build event protocol file of each run (tools/results).
-4. Re-runs only the failing cases of every regression twice more on the candidate
-   (--runs_per_test=2 --test_filter=... --nocache_test_results): consistent or flaky.
-5. Writes report.md and report.json to --out (printed), exit 1 on any regression, else 0.
+1. Checks both sides and fetches each side's @pypi: a bad side is one line, exit 2.
+2. Runs the targets on each side with `tools/bazel test`, each side in its own output base
+   (the pinned side in the workspace's own, every other side under
+   ~/.cache/torch_tests/gate/<workspace>/<side>), and reads each run at once: its results
+   (tools/results) and the logs of every target that did not simply pass, copied into the
+   report directory (the next gate overwrites the output base).
+3. Compares per test case (tools/gate/compare.py), and what ran on one side only (coverage).
+4. Re-runs the failing cases of every regression twice more on the candidate, selected by
+   exact node id (--test_env=TORCH_TEST_NODE_IDS, tools/runner/node_ids.py) and checked in
+   the re-runs' test.xml: consistent, flaky, or not confirmed (the case did not run again).
+   --repeat N runs every candidate target N more times to find flakes that passed first.
+5. Writes report.md and report.json to --out (printed).
+
+Exit codes: 0 every requested target and case ran on both sides (or has a declared outcome)
+and nothing regressed; 1 a regression; 4 incomplete: no regression, but something ran on one
+side only (report.md lists what and why); 2 a bad side; 3 Bazel failed to run.
 """
 
 import argparse
+import dataclasses
 import datetime
 import hashlib
+import json
 import os
 import pathlib
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a script
 
-from tools.gate import compare, report, sides  # noqa: E402
-from tools.results import bep, junit  # noqa: E402
+from tools.gate import candidate, compare, report, sides  # noqa: E402
+from tools.hardware import envvars  # noqa: E402
+from tools.results import bep, junit, runner_log  # noqa: E402
 
 ROOT = sides.ROOT
 BAZEL = ROOT / "tools" / "bazel"
 CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
-EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_BAZEL = 1, 2, 3
+EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_BAZEL, EXIT_INCOMPLETE = 1, 2, 3, 4
+NODE_IDS_ENV = envvars.NODE_IDS  # tools/runner/node_ids.py
+CONFIRM_RUNS = 2
 # Exit codes of `bazel test` that still leave complete results: ok, build failed (with
 # --keep_going), tests failed, no tests ran.
 RESULT_EXITS = (0, 1, 3, 4)
@@ -114,28 +126,33 @@ class Gate:
         text = (self.out / log_name).read_text(errors="replace")
         raise sides.BadSide(f"{side.role} {side.description} does not resolve: {fetch_error(text)}")
 
-    def run(self, side, targets: list) -> dict:
-        events = self.out / f"{side.role}.bep.json"
+    def run(self, side, targets: list, name: str | None = None, extra=()) -> dict:
+        """One `bazel test` of the side, read at once: its results and copied evidence."""
+        name = name or side.role
+        events = self.out / f"{name}.bep.json"
         args = [
             "--keep_going",
             f"--build_event_json_file={events}",
+            *extra,
             *self.args.bazel_arg,
             "--",
             *targets,
         ]
         start = time.monotonic()
-        code = self.bazel(side, "test", args, f"{side.role}.bazel.log")
+        code = self.bazel(side, "test", args, f"{name}.bazel.log")
         if code not in RESULT_EXITS or not events.is_file():
-            say(f"{side.role}: bazel test exited {code}; see {self.out / side.role}.bazel.log")
+            say(f"{name}: bazel test exited {code}; see {self.out / name}.bazel.log")
             sys.exit(EXIT_BAZEL)
-        targets_read = bep.read(events)
+        targets_read = keep_evidence(bep.read(events), self.out, name)
         exec_root = bep.exec_root(events)
         cached = sum(t.cached for t in targets_read.values())
         wall = time.monotonic() - start
-        say(f"{side.role}: {len(targets_read)} targets in {wall:.1f} s ({cached} cached)")
+        say(f"{name}: {len(targets_read)} targets in {wall:.1f} s ({cached} cached)")
         return {
             "targets": targets_read,
+            "snapshot": compare.snapshot(targets_read),
             "output_base": exec_root.parent.parent if exec_root else self.output_base(side),
+            "wall_s": round(wall, 1),
         }
 
     def skip_reason(self, side, output_base, label: str) -> str:
@@ -149,31 +166,75 @@ class Gate:
         self.bazel(side, "query", ["--output=label", query], log_name)
         lines = (self.out / log_name).read_text().splitlines()[1:]
         needed = sorted(line.split(":")[-1] for line in lines if line.startswith("@pypi//:"))
-        return f"needs {', '.join(needed)}, missing in {side.path}" if needed else ""
+        if not needed:
+            return ""
+        why = candidate.record(side.path).get("nodeps_missing_reason")
+        return f"needs {', '.join(needed)}, missing in {side.path}" + (f": {why}" if why else "")
 
-    def confirm(self, candidate, regressions: list) -> None:
+    def reproduce(self, side, label: str, node_id: str | None) -> str:
+        """The command that re-runs one regression on this side."""
+        env = {k: v for k, v in side.env({}).items()}
+        base = self.output_base(side)
+        parts = [f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["tools/bazel"]
+        if base:
+            parts.append(f"--output_base={shlex.quote(str(base))}")
+        parts += ["test", "--nocache_test_results"]
+        if node_id:
+            parts.append(shlex.quote(f"--test_env={NODE_IDS_ENV}={json.dumps([node_id])}"))
+        return " ".join([*parts, label])
+
+    def confirm(self, side, regressions: list) -> None:
         """Re-runs each regressed target's failing cases twice more on the candidate."""
         by_target = {}
         for item in regressions:
             by_target.setdefault(item["target"], []).append(item)
         for n, (label, items) in enumerate(sorted(by_target.items())):
-            names = sorted({item["case"].split("::")[-1] for item in items if item["case"]})
-            events = self.out / f"confirm-{n}.bep.json"
-            args = [
-                "--keep_going",
-                "--runs_per_test=2",
-                "--nocache_test_results",
-                f"--build_event_json_file={events}",
-                *self.args.bazel_arg,
-            ]
-            if names and all(item["case"] for item in items):
-                args.append(f"--test_filter={' or '.join(names)}")
-            what = " or ".join(names) or "whole target"
+            ids = sorted({item["node_id"] for item in items if item.get("node_id")})
+            extra = [f"--runs_per_test={CONFIRM_RUNS}", "--nocache_test_results"]
+            # Whole-target regressions (no case to name) re-run the whole target.
+            if ids and all(item.get("node_id") for item in items):
+                extra.append(f"--test_env={NODE_IDS_ENV}={json.dumps(ids)}")
+            what = ", ".join(ids) or "whole target"
             say(f"confirming {len(items)} regression(s) of {label}: {what}")
-            self.bazel(candidate, "test", [*args, "--", label], f"confirm-{n}.bazel.log")
-            target = bep.read(events).get(label) if events.is_file() else None
+            run = self.run(side, [label], f"confirm-{n}", extra)
+            target, snap = run["targets"].get(label), run["snapshot"].get(label)
             for item in items:
-                item["confirmation"] = _verdict(target, item["case"])
+                item["confirmation"] = _verdict(target, snap, item)
+                item["rerun_logs"] = [
+                    str(a.log) for a in (target.attempts if target else []) if a.log
+                ]
+
+    def repeat(self, side, targets: list, times: int) -> dict:
+        """Every candidate target `times` more times: cases failing in any run (flakes)."""
+        extra = [f"--runs_per_test={times}", "--nocache_test_results"]
+        return self.run(side, targets, "repeat", extra)
+
+
+def keep_evidence(targets: dict, out: pathlib.Path, name: str) -> dict:
+    """Copies test.log/test.xml of every attempt of each target that did not simply pass (of
+    every target in a re-run) into out/logs/<name>/; returns the targets pointing at the
+    copies (the evidence stays when the output base is reused)."""
+    kept = {}
+    for label, target in targets.items():
+        passed = target.status == "PASSED" and all(a.status == "PASSED" for a in target.attempts)
+        if passed and name in ("baseline", "candidate"):  # re-runs keep every log
+            kept[label] = target
+            continue
+        attempts = []
+        for a in target.attempts:
+            outputs = {}
+            for key, path in a.outputs.items():
+                if key not in ("test.log", "test.xml") or not path.is_file():
+                    outputs[key] = path
+                    continue
+                dest = out / "logs" / name / label.strip("/").replace(":", "/")
+                dest = dest / f"shard_{a.shard}_run_{a.run}_attempt_{a.attempt}" / key
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, dest)
+                outputs[key] = dest
+            attempts.append(dataclasses.replace(a, outputs=outputs))
+        kept[label] = dataclasses.replace(target, attempts=attempts)
+    return kept
 
 
 def fetch_error(text: str) -> str:
@@ -186,33 +247,77 @@ def fetch_error(text: str) -> str:
     return (errors or fails or ["see the fetch log"])[0].strip()
 
 
-def _verdict(target, case_id) -> dict:
-    if target is None:
-        return {"verdict": "not confirmed (the re-run produced no result)"}
-    failed_runs = 1  # the gate's own run
-    if case_id is None and not target.attempts:
-        # Nothing ran again (e.g. NO STATUS): as red as before, or not.
-        failed_runs += 2 if target.status not in bep.GREEN else 0
+def _verdict(target, snap, item) -> dict:
+    """Consistent, flaky or not confirmed, from the re-runs' own results."""
+    runs = 1 + CONFIRM_RUNS
+    if target is None or not target.attempts:
+        return {"verdict": "not confirmed (the re-runs produced no result)"}
+    failed_runs, ran = 1, 0  # the gate's own run failed
+    case_id = item.get("case")
     for run in sorted({a.run for a in target.final_attempts()}):
         attempts = [a for a in target.final_attempts() if a.run == run]
         if case_id is None:
-            failed = any(a.status != "PASSED" for a in attempts)
-        else:
-            outcomes = [
-                c.outcome
-                for a in attempts
-                if a.xml and a.xml.is_file()
-                for c in junit.cases(a.xml)
-                if c.id == case_id
-            ]
-            # Not in any shard's test.xml: the run did not get as far as the case.
-            failed = not outcomes or any(o in compare.BAD for o in outcomes)
-        failed_runs += failed
+            ran += 1
+            failed_runs += any(a.status != "PASSED" for a in attempts)
+            continue
+        outcomes = [
+            c.outcome
+            for a in attempts
+            if a.xml and a.xml.is_file()
+            for c in junit.cases(a.xml)
+            if c.id == case_id
+        ]
+        logs = "".join(
+            a.log.read_text(errors="replace") for a in attempts if a.log and a.log.is_file()
+        )
+        hang = runner_log.hang(logs)
+        if hang and hang[0] == item.get("node_id"):
+            ran, failed_runs = ran + 1, failed_runs + 1  # it hung again
+        elif outcomes:
+            ran += 1
+            failed_runs += any(o not in compare.GOOD for o in outcomes)
+    if ran < CONFIRM_RUNS:
+        return {
+            "verdict": f"not confirmed (the case ran in {ran} of {CONFIRM_RUNS} re-runs)",
+            "failed_runs": failed_runs,
+            "runs": 1 + ran,
+        }
     return {
-        "verdict": "consistent" if failed_runs == 3 else "flaky",
+        "verdict": "consistent" if failed_runs == runs else "flaky",
         "failed_runs": failed_runs,
-        "runs": 3,
+        "runs": runs,
     }
+
+
+def _resolve(role: str, spec: str) -> str:
+    """A `torch==X` spec becomes the interpreter of its candidate venv (built once)."""
+    if candidate.is_spec(spec):
+        return f"python:{candidate.build(spec)}"
+    return spec
+
+
+def _repeat_flakes(result: dict, repeated: dict, baseline: dict) -> None:
+    """Cases that passed first but failed in a repeat run: flaky regressions."""
+    seen = {(r["target"], r["case"]) for r in result["regressions"]}
+    for label, snap in repeated.items():
+        for case_id, case in snap.cases.items():
+            before = baseline.get(label)
+            old = before.cases.get(case_id) if before else None
+            bad = [t for t in [case.outcome] if t not in compare.GOOD and t != "skipped"]
+            if not bad or not old or old.outcome not in compare.GOOD or (label, case_id) in seen:
+                continue
+            result["regressions"].append(
+                {
+                    "target": label,
+                    "case": case_id,
+                    "node_id": case.node_id,
+                    "baseline": old.outcome,
+                    "candidate": f"{case.outcome} in a repeat",
+                    "message": case.message,
+                    "log": case.log,
+                    "confirmation": {"verdict": "flaky (passed first, failed in --repeat)"},
+                }
+            )
 
 
 def main(argv=None) -> int:
@@ -235,11 +340,23 @@ def main(argv=None) -> int:
     parser.add_argument("--duration-min-s", type=float, default=2.0, help="seconds (default 2)")
     parser.add_argument("--rss-threshold", type=float, default=25.0, help="percent (default 25)")
     parser.add_argument("--rss-min-mib", type=float, default=256.0, help="MiB (default 256)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run every candidate target N more times (uncached) to find flaky cases",
+    )
     args = parser.parse_args(argv)
 
-    gate_sides = [sides.parse("baseline", args.baseline), sides.parse("candidate", args.candidate)]
-    gate = Gate(args)
     started = time.monotonic()
+    try:
+        specs = {role: _resolve(role, getattr(args, role)) for role in ("baseline", "candidate")}
+    except candidate.CandidateError as error:
+        print(f"gate: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    gate_sides = [sides.parse(role, spec) for role, spec in specs.items()]
+    gate = Gate(args)
     try:
         for side in gate_sides:
             sides.check(side)
@@ -257,17 +374,32 @@ def main(argv=None) -> int:
         rss_ratio=args.rss_threshold / 100,
         rss_mib=args.rss_min_mib,
     )
-    snaps = {role: compare.snapshot(run["targets"]) for role, run in runs.items()}
+    snaps = {role: run["snapshot"] for role, run in runs.items()}
     result = compare.compare(snaps["baseline"], snaps["candidate"], thresholds)
     by_role = {side.role: side for side in gate_sides}
     for item in result["skipped_one_side"]:
         role = "baseline" if item["baseline"] == bep.SKIPPED else "candidate"
         item["reason"] = gate.skip_reason(by_role[role], runs[role]["output_base"], item["target"])
-    if result["regressions"]:
-        gate.confirm(by_role["candidate"], result["regressions"])
+    for item in result["one_side"]:
+        if item.get("skip", {}).get("reason"):
+            item["reason"] = f"SKIPPED on one side: {item['skip']['reason']}"
+        item.pop("skip", None)
+    if args.repeat:
+        repeated = gate.repeat(by_role["candidate"], args.targets, args.repeat)
+        _repeat_flakes(result, repeated["snapshot"], snaps["baseline"])
+    to_confirm = [r for r in result["regressions"] if "confirmation" not in r]
+    if to_confirm:
+        gate.confirm(by_role["candidate"], to_confirm)
+    for item in result["regressions"]:
+        item["reproduce"] = gate.reproduce(by_role["candidate"], item["target"], item["node_id"])
 
+    packages = {side.role: sides.packages(side) for side in gate_sides}
+    regressions = len(result["regressions"])
+    incomplete = any(result[key] for key in compare.COVERAGE_KEYS)
+    code = EXIT_REGRESSION if regressions else EXIT_INCOMPLETE if incomplete else 0
     data = {
         "targets": " ".join(args.targets),
+        "exit_code": code,
         "thresholds": {
             "durations": f"±{args.duration_threshold:g} % and ≥ {args.duration_min_s:g} s",
             "rss": f"±{args.rss_threshold:g} % and ≥ {args.rss_min_mib:g} MiB",
@@ -275,12 +407,15 @@ def main(argv=None) -> int:
         "sides": {
             side.role: {
                 "spec": f"{side.kind}:{side.path}",
+                "asked": getattr(args, side.role),
                 "description": side.description,
                 "output_base": str(runs[side.role]["output_base"]),
                 "fingerprint": sides.fingerprint(side, runs[side.role]["output_base"]),
+                "wall_s": runs[side.role]["wall_s"],
             }
             for side in gate_sides
         },
+        "package_changes": sides.package_changes(packages["baseline"], packages["candidate"]),
         "comparison": result,
         "target_status": {
             label: {
@@ -293,11 +428,11 @@ def main(argv=None) -> int:
         },
         "wall_s": round(time.monotonic() - started, 1),
     }
-    (gate.out / "report.md").write_text(report.markdown(data))
+    (gate.out / "report.md").write_text(report.markdown(data, gate.out))
     (gate.out / "report.json").write_text(report.dump_json(data))
-    regressions = len(result["regressions"])
-    print(f"gate: {regressions} regressions; report: {gate.out / 'report.md'} (and report.json)")
-    return EXIT_REGRESSION if regressions else 0
+    verdict = report.verdict(data)
+    print(f"gate: {verdict}; report: {gate.out / 'report.md'} (and report.json)")
+    return code
 
 
 def _status(snap) -> str | None:

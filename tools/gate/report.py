@@ -1,10 +1,14 @@
-"""The gate's report: Markdown for people (regressions first), the same data as JSON."""
+"""The gate's report: Markdown for people (verdict and regressions first), the same data as JSON."""
 
 import json
+import os
+import pathlib
 
 TITLES = (
     ("fixes", "Fixes (failed → passed)"),
     ("xfail_changes", "Expected failures changed (xfail ↔ xpass)"),
+    ("xfail_message_changes", "Expected failures that now fail differently (type or message)"),
+    ("declared", "Declared outcomes on the candidate (expectations files)"),
     ("other_changes", "Other outcome changes"),
     ("new_cases", "New test cases (candidate only)"),
     ("vanished_cases", "Vanished test cases (baseline only)"),
@@ -30,8 +34,8 @@ def _where(item: dict) -> str:
 
 def _sides_table(data: dict) -> list[str]:
     rows = [
-        "| side | what | torch | CUDA | Python | GPUs | output base |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| side | what | torch | CUDA | Python | GPUs | bazel test s | output base |",
+        "| --- | --- | --- | --- | --- | --- | ---: | --- |",
     ]
     for role in ("baseline", "candidate"):
         side = data["sides"][role]
@@ -40,61 +44,147 @@ def _sides_table(data: dict) -> list[str]:
         cuda = fp.get("cuda") or "none (CPU build)"
         rows.append(
             f"| {role} | {side['description']} | {fp.get('torch')} | {cuda} "
-            f"| {fp.get('python')} | {gpus} | `{side['output_base']}` |"
+            f"| {fp.get('python')} | {gpus} | {side.get('wall_s', '')} | `{side['output_base']}` |"
         )
     return rows
 
 
-def markdown(data: dict) -> str:
+VERDICTS = {
+    0: "complete, no regressions",
+    1: "REGRESSED",
+    4: "INCOMPLETE (no regression, but not everything ran on both sides)",
+}
+
+
+def verdict(data: dict) -> str:
+    result = data["comparison"]
+    cov = result["coverage"]
+    return (
+        f"{VERDICTS[data['exit_code']]} (exit {data['exit_code']}): "
+        f"{len(result['regressions'])} regressions; compared on both sides: "
+        f"{cov['targets_compared']} of {cov['targets']} targets, {cov['cases_compared']} cases; "
+        f"{len(result['one_side'])} ran on one side only"
+    )
+
+
+def _link(path, out) -> str:
+    """A log under the report directory as a relative link; anything else as a path."""
+    if not path:
+        return "(none)"
+    if out and pathlib.Path(path).is_relative_to(out):
+        rel = os.path.relpath(path, out)
+        return f"[{rel}]({rel})"
+    return f"`{path}`"
+
+
+def _builds(data: dict) -> str:
+    def build(role):
+        fp = data["sides"][role]["fingerprint"]
+        cuda = f"CUDA {fp['cuda']} build" if fp.get("cuda") else "CPU build"
+        return f"{role} torch {fp.get('torch')} ({cuda})"
+
+    return f"{build('baseline')} vs {build('candidate')}"
+
+
+def markdown(data: dict, out=None) -> str:
     result = data["comparison"]
     regressions = result["regressions"]
     baseline, candidate = (data["sides"][role]["description"] for role in ("baseline", "candidate"))
-    out = [f"# Upgrade gate: {baseline} → {candidate}", ""]
-    flaky = sum(1 for r in regressions if r.get("confirmation", {}).get("verdict") == "flaky")
-    counts = ", ".join(f"{len(result[key])} {key.replace('_', ' ')}" for key, _ in TITLES)
-    out.append(
-        f"**{len(regressions)} regressions** "
-        f"({len(regressions) - flaky} consistent, {flaky} flaky); "
-        f"{counts}; {len(result['skipped_one_side'])} targets SKIPPED on one side only. "
-        f"Targets: {data['targets']}."
+    out_lines = [f"# Upgrade gate: {baseline} → {candidate}", ""]
+    flaky = sum(
+        1 for r in regressions if r.get("confirmation", {}).get("verdict", "").startswith("flaky")
     )
-    out += ["", *_sides_table(data), "", "## Regressions", ""]
+    counts = ", ".join(f"{len(result[key])} {key.replace('_', ' ')}" for key, _ in TITLES)
+    out_lines += [
+        f"**{verdict(data)}.**",
+        "",
+        f"**{len(regressions)} regressions** "
+        f"({len(regressions) - flaky} not flaky, {flaky} flaky); "
+        f"{counts}; {len(result['skipped_one_side'])} targets SKIPPED on one side only, "
+        f"{len(result['skipped_both'])} on both. Targets: {data['targets']}. "
+        f"Gate wall time: {data['wall_s']:.0f} s.",
+    ]
+    out_lines += ["", *_sides_table(data)]
+    if data.get("package_changes"):
+        out_lines += ["", "## Packages that differ", "", "| package | baseline | candidate |"]
+        out_lines.append("| --- | --- | --- |")
+        for row in data["package_changes"]:
+            sides = f"{row['baseline'] or 'absent'} | {row['candidate'] or 'absent'}"
+            out_lines.append(f"| {row['package']} | {sides} |")
+    out_lines += ["", "## Regressions", ""]
     if not regressions:
-        out.append("None.")
+        out_lines.append("None.")
     for i, item in enumerate(regressions, 1):
         confirmation = item.get("confirmation", {})
-        verdict = confirmation.get("verdict", "not confirmed")
+        verdict_text = confirmation.get("verdict", "not confirmed")
         if "failed_runs" in confirmation:
-            verdict += f" (failed {confirmation['failed_runs']} of {confirmation['runs']} runs)"
-        out += [
-            f"{i}. {_where(item)}: {_transition(item)}, **{verdict}**",
+            verdict_text += (
+                f" (failed {confirmation['failed_runs']} of {confirmation['runs']} runs)"
+            )
+        if item.get("flaky_attempts"):
+            verdict_text = f"flaky: {item['flaky_attempts']}; re-runs: {verdict_text}"
+        out_lines += [
+            f"{i}. {_where(item)}: {_transition(item)}, **{verdict_text}**",
             f"   - first failure: `{_short(item['message'])}`",
-            f"   - log: `{item['log']}`",
         ]
+        if item.get("stack"):
+            stack = "\n".join("     " + line for line in item["stack"].splitlines())
+            out_lines += ["   - stack when it was stopped:", "", "     ```", stack, "     ```"]
+        out_lines.append(f"   - log: {_link(item['log'], out)}")
+        reruns = [_link(p, out) for p in item.get("rerun_logs", [])]
+        if reruns:
+            out_lines.append(f"   - re-run logs: {', '.join(reruns)}")
+        if item.get("reproduce"):
+            out_lines.append(f"   - reproduce: `{item['reproduce']}`")
+    if result["one_side"]:
+        out_lines += ["", "## Ran on one side only (coverage is incomplete)", ""]
+        for item in result["one_side"]:
+            out_lines.append(f"- {_where(item)}: {item['reason']}")
     if result["skipped_one_side"]:
-        out += ["", "## Targets SKIPPED on one side only", ""]
+        out_lines += ["", "## Targets SKIPPED on one side only", ""]
         for item in result["skipped_one_side"]:
             reason = f": {item['reason']}" if item.get("reason") else ""
             sides = f"baseline {item['baseline']}, candidate {item['candidate']}"
-            out.append(f"- `{item['target']}`: {sides}{reason}")
+            out_lines.append(f"- `{item['target']}`: {sides}{reason}")
     for key, title in TITLES:
         if result[key]:
-            out += ["", f"## {title}", ""]
+            out_lines += ["", f"## {title}", ""]
             for item in result[key]:
-                out.append(f"- {_where(item)}: {_transition(item)}")
+                extra = ""
+                if key == "xfail_message_changes":
+                    extra = f": `{_short(item['baseline_message'])}` → `{_short(item['message'])}`"
+                elif key == "declared":
+                    extra = f" ({_short(item['declared'])})"
+                out_lines.append(f"- {_where(item)}: {_transition(item)}{extra}")
+    if result["skipped_both"]:
+        out_lines += ["", "## SKIPPED on both sides (this host cannot run them)", ""]
+        out_lines.append(", ".join(f"`{item['target']}`" for item in result["skipped_both"]))
+    informational = f"informational: {_builds(data)}, beyond each side's own run-to-run spread"
     if result["durations"]:
-        out += ["", f"## Durations beyond {data['thresholds']['durations']}", ""]
-        out += ["| target | case | baseline s | candidate s |", "| --- | --- | ---: | ---: |"]
+        out_lines += [
+            "",
+            f"## Durations beyond {data['thresholds']['durations']} ({informational})",
+        ]
+        out_lines += [
+            "",
+            "| target | case | baseline s | candidate s |",
+            "| --- | --- | ---: | ---: |",
+        ]
         for item in result["durations"]:
             case = item["case"] or "(target)"
             times = f"{item['baseline_s']:.1f} | {item['candidate_s']:.1f}"
-            out.append(f"| `{item['target']}` | {case} | {times} |")
+            out_lines.append(f"| `{item['target']}` | {case} | {times} |")
     if result["rss"]:
-        out += ["", f"## Peak RSS beyond {data['thresholds']['rss']}", ""]
-        out += ["| target | baseline MiB | candidate MiB |", "| --- | ---: | ---: |"]
+        out_lines += [
+            "",
+            f"## Peak RSS beyond {data['thresholds']['rss']} (informational: {_builds(data)})",
+        ]
+        out_lines += ["", "| target | baseline MiB | candidate MiB |", "| --- | ---: | ---: |"]
         for item in result["rss"]:
-            out.append(f"| `{item['target']}` | {item['baseline_mib']} | {item['candidate_mib']} |")
-    out += [
+            out_lines.append(
+                f"| `{item['target']}` | {item['baseline_mib']} | {item['candidate_mib']} |"
+            )
+    out_lines += [
         "",
         "## Targets",
         "",
@@ -103,8 +193,8 @@ def markdown(data: dict) -> str:
     ]
     for label, row in data["target_status"].items():
         rss = f"{row['baseline_rss']} / {row['candidate_rss']}"
-        out.append(f"| `{label}` | {row['baseline']} | {row['candidate']} | {rss} |")
-    return "\n".join(out) + "\n"
+        out_lines.append(f"| `{label}` | {row['baseline']} | {row['candidate']} | {rss} |")
+    return "\n".join(out_lines) + "\n"
 
 
 def dump_json(data: dict) -> str:

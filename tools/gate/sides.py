@@ -26,6 +26,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PINNED_LOCK = ROOT / "third_party" / "python" / "requirements.lock"
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 # Variables that choose @pypi's mode: each side sets its own and inherits none.
+# A venv's own installer, never in a lock: not a difference between the sides.
+VENV_TOOLS = ("pip", "setuptools", "wheel")
 MODE_VARS = (envvars.PYTHON, envvars.LOCK)
 
 # Runs with the side's interpreter: where torch is and what it was built for, without importing
@@ -169,3 +171,35 @@ def missing_packages(output_base: pathlib.Path) -> list[str]:
         return []
     text = build.read_text()
     return re.findall(r'name = "([^"]+)",\n    tags = \["missing-in-host-interpreter"\]', text)
+
+
+_LIST_PACKAGES = r"""
+import importlib.metadata, json, re
+print(json.dumps({re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
+                  for d in importlib.metadata.distributions()}))
+"""
+
+
+def packages(side: Side) -> dict:
+    """{normalized name: version} of a side: its lock's pins, or what its interpreter has.
+
+    The one reader of a side's packages (the lock work's @pypi//:manifest.json can replace it).
+    """
+    if side.kind != "python":
+        return _lock_pins(side.path)
+    try:
+        out = subprocess.run(
+            [str(side.path), "-c", _LIST_PACKAGES], capture_output=True, text=True, check=True
+        ).stdout
+        return json.loads(out)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+
+
+def package_changes(baseline: dict, candidate: dict) -> list[dict]:
+    """Every package whose version differs between the sides, or that one side lacks."""
+    return [
+        {"package": name, "baseline": baseline.get(name), "candidate": candidate.get(name)}
+        for name in sorted(set(baseline) | set(candidate))
+        if baseline.get(name) != candidate.get(name) and name not in VENV_TOOLS
+    ]

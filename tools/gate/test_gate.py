@@ -13,20 +13,22 @@ import sys
 import tempfile
 import unittest
 
-from tools.gate import compare, gate, report, sides
+from tools.gate import candidate, compare, gate, report, sides
 from tools.results import bep
 
 
-def _case(name: str, outcome: str, time_s: float = 0.1) -> str:
+def _case(name: str, outcome: str, time_s: float = 0.1, message: str = "known", props="") -> str:
     child = {
         "passed": "",
         "failed": f'<failure message="AssertionError: {name} broke">tb</failure>',
         "error": '<error message="error in setup">tb</error>',
         "skipped": '<skipped type="pytest.skip" message="no reason"/>',
-        "xfail": '<skipped type="pytest.xfail" message="known"/>',
+        "xfail": f'<skipped type="pytest.xfail" message="{message}"/>',
         "xpass": '<failure message="[XPASS(strict)] known"/>',
     }[outcome]
-    return f'<testcase classname="m.C" name="{name}" time="{time_s}">{child}</testcase>'
+    if props:
+        child = f'<properties><property name="{props[0]}" value="{props[1]}"/></properties>' + child
+    return f'<testcase classname="m.C" name="{name}" file="m.py" time="{time_s}">{child}</testcase>'
 
 
 class Fake:
@@ -60,6 +62,9 @@ class Fake:
         return target
 
 
+DECLARED = ("torch_test.declared", "skip: needs cuda")
+
+
 class CompareTest(unittest.TestCase):
     def setUp(self):
         tmp = tempfile.TemporaryDirectory()
@@ -83,9 +88,15 @@ class CompareTest(unittest.TestCase):
                             ("jitter", "passed", 1.0),
                             ("xfail_breaks", "xfail"),
                             ("still_failing", "failed"),
+                            ("xfail_msg", "xfail", 0.1, "TypeError: x"),
+                            ("declared_skip", "passed"),
+                            ("skip_to_pass", "skipped"),
                         ],
                     ],
                     rss=1000,
+                ),
+                "//pkg:green": fake.target(
+                    "b", "//pkg:green", "PASSED", [[("a", "passed"), ("b", "passed")]]
                 ),
                 "//pkg:crash": fake.target("b", "//pkg:crash", "PASSED", [[("a", "passed")]]),
                 "//pkg:missing_pkg": fake.target(
@@ -114,10 +125,14 @@ class CompareTest(unittest.TestCase):
                             ("jitter", "passed", 2.9),
                             ("xfail_breaks", "failed"),
                             ("still_failing", "failed"),
+                            ("xfail_msg", "xfail", 0.1, "RuntimeError: y"),
+                            ("declared_skip", "skipped", 0.1, "", DECLARED),
+                            ("skip_to_pass", "passed"),
                         ],
                     ],
                     rss=1400,
                 ),
+                "//pkg:green": fake.target("c", "//pkg:green", "PASSED", [[("a", "passed")]]),
                 "//pkg:crash": fake.target(
                     "c",
                     "//pkg:crash",
@@ -139,32 +154,80 @@ class CompareTest(unittest.TestCase):
         )
 
     def test_regressions(self):
+        # Every case that passed (or xfailed) on the baseline and did not pass on the candidate,
+        # whatever the targets' status: failed, error, skipped, absent from a red target.
         self.assertEqual(
             self._cases("regressions"),
             [
-                ("//pkg:crash", None),
+                ("//pkg:crash", "a"),
+                ("//pkg:t", "gone"),
                 ("//pkg:t", "new_bad"),
+                ("//pkg:t", "other"),
                 ("//pkg:t", "reg_error"),
                 ("//pkg:t", "reg_fail"),
                 ("//pkg:t", "xfail_breaks"),
             ],
         )
-        crash = next(i for i in self.result["regressions"] if i["case"] is None)
+        crash = next(i for i in self.result["regressions"] if i["target"] == "//pkg:crash")
         self.assertEqual(crash["message"], "Fatal Python error: Segmentation fault")
         self.assertTrue(crash["log"].endswith("test.log"))
         reg = next(i for i in self.result["regressions"] if i["case"] == "m.C::reg_fail")
         self.assertEqual(reg["message"], "AssertionError: reg_fail broke")
+        self.assertEqual(reg["node_id"], "m.py::C::reg_fail")
 
     def test_fixes_xfail_and_other_changes(self):
         self.assertEqual(self._cases("fixes"), [("//pkg:t", "fix")])
         self.assertEqual(
             self._cases("xfail_changes"), [("//pkg:t", "to_xfail"), ("//pkg:t", "to_xpass")]
         )
-        self.assertEqual(self._cases("other_changes"), [("//pkg:t", "other")])
+        self.assertEqual(self._cases("other_changes"), [("//pkg:t", "skip_to_pass")])
+        (changed,) = self.result["xfail_message_changes"]
+        self.assertEqual(
+            (changed["case"], changed["baseline_message"], changed["message"]),
+            ("m.C::xfail_msg", "TypeError: x", "RuntimeError: y"),
+        )
+
+    def test_a_declared_outcome_is_covered_not_regressed(self):
+        self.assertEqual(
+            [(i["case"], i["declared"]) for i in self.result["declared"]],
+            [("m.C::declared_skip", "skip: needs cuda")],
+        )
 
     def test_new_and_vanished_cases(self):
         self.assertEqual(self._cases("new_cases"), [("//pkg:t", "new_bad"), ("//pkg:t", "new_ok")])
-        self.assertEqual(self._cases("vanished_cases"), [("//pkg:t", "gone")])
+        # gone vanished from a red target: a regression above; b from a green one: coverage.
+        self.assertEqual(self._cases("vanished_cases"), [("//pkg:green", "b")])
+
+    def test_what_ran_on_one_side_only(self):
+        self.assertEqual(
+            sorted(
+                (i["target"], i["case"] and i["case"].split("::")[1], i["reason"])
+                for i in self.result["one_side"]
+            ),
+            [
+                ("//pkg:green", "b", "vanished on the candidate"),
+                ("//pkg:missing_pkg", None, "SKIPPED on one side"),
+                ("//pkg:t", "new_ok", "new on the candidate"),
+                ("//pkg:t", "skip_to_pass", "ran on the candidate only"),
+            ],
+        )
+        self.assertEqual(
+            self.result["coverage"], {"targets": 5, "targets_compared": 3, "cases_compared": 13}
+        )
+
+    def test_flaky_candidate_case_is_a_regression(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Fake(pathlib.Path(tmp))
+            before = fake.target("b", "//pkg:f", "PASSED", [[("x", "passed")]])
+            after = fake.target("c", "//pkg:f", "FLAKY", [[("x", "failed")]])
+            retry = fake.target("c2", "//pkg:f", "PASSED", [[("x", "passed")]]).attempts[0]
+            after.attempts.append(bep.Attempt(1, 1, 2, "PASSED", False, 1, retry.outputs))
+            result = compare.compare(
+                compare.snapshot({"//pkg:f": before}), compare.snapshot({"//pkg:f": after})
+            )
+        (item,) = result["regressions"]
+        self.assertEqual(item["flaky_attempts"], "failed 1 of 2 attempts")
+        self.assertEqual(item["message"], "AssertionError: x broke")
 
     def test_skipped_on_one_side(self):
         self.assertEqual(
@@ -189,7 +252,7 @@ class CompareTest(unittest.TestCase):
 
     def test_nothing_changed_is_empty(self):
         same = compare.compare(self.before, self.before)
-        self.assertEqual({k: v for k, v in same.items() if v}, {})
+        self.assertEqual({k: v for k, v in same.items() if v and k != "coverage"}, {})
 
     def test_report_lists_regressions_first(self):
         data = {
@@ -205,11 +268,14 @@ class CompareTest(unittest.TestCase):
             },
             "comparison": self.result,
             "target_status": {},
+            "exit_code": 1,
+            "wall_s": 12.0,
         }
         for item in self.result["regressions"]:
             item["confirmation"] = {"verdict": "consistent", "failed_runs": 3, "runs": 3}
         text = report.markdown(data)
-        self.assertIn("**5 regressions** (5 consistent, 0 flaky)", text)
+        self.assertIn("**REGRESSED (exit 1): 7 regressions; compared on both sides: 3 of 5", text)
+        self.assertIn("**7 regressions** (7 not flaky, 0 flaky)", text)
         self.assertLess(text.index("## Regressions"), text.index("## Fixes"))
         self.assertIn("first failure: `AssertionError: reg_fail broke`", text)
         self.assertEqual(
@@ -218,7 +284,7 @@ class CompareTest(unittest.TestCase):
 
 
 class VerdictTest(unittest.TestCase):
-    def test_consistent_and_flaky(self):
+    def test_consistent_flaky_and_not_confirmed(self):
         with tempfile.TemporaryDirectory() as tmp:
             fake = Fake(pathlib.Path(tmp))
             target = fake.target("r", "//pkg:t", "FAILED", [[("x", "failed"), ("y", "passed")]])
@@ -226,14 +292,41 @@ class VerdictTest(unittest.TestCase):
             target.attempts.append(
                 bep.Attempt(1, 2, 1, "FAILED", False, 1, run2.attempts[0].outputs)
             )
-            self.assertEqual(gate._verdict(target, "m.C::x")["verdict"], "consistent")
+            verdict = gate._verdict(target, None, {"case": "m.C::x"})
+            self.assertEqual(verdict["verdict"], "consistent")
             self.assertEqual(
-                gate._verdict(target, "m.C::y"), {"verdict": "flaky", "failed_runs": 2, "runs": 3}
+                gate._verdict(target, None, {"case": "m.C::y"}),
+                {"verdict": "flaky", "failed_runs": 2, "runs": 3},
+            )
+            # A case the re-runs did not run (a selection that missed it) proves nothing.
+            self.assertEqual(
+                gate._verdict(target, None, {"case": "m.C::z"})["verdict"],
+                "not confirmed (the case ran in 0 of 2 re-runs)",
             )
 
-    def test_a_rerun_that_runs_nothing_stays_red(self):
+    def test_a_case_failing_only_in_a_repeat_is_a_flaky_regression(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Fake(pathlib.Path(tmp))
+            base = compare.snapshot(
+                {"//pkg:t": fake.target("b", "//pkg:t", "PASSED", [[("x", "passed")]])}
+            )
+            repeated = fake.target("r", "//pkg:t", "FAILED", [[("x", "passed")]])
+            run2 = fake.target("r2", "//pkg:t", "FAILED", [[("x", "failed")]])
+            repeated.attempts.append(
+                bep.Attempt(1, 2, 1, "FAILED", False, 1, run2.attempts[0].outputs)
+            )
+            result = {"regressions": []}
+            gate._repeat_flakes(result, compare.snapshot({"//pkg:t": repeated}), base)
+        (item,) = result["regressions"]
+        self.assertEqual((item["case"], item["node_id"]), ("m.C::x", "m.py::C::x"))
+        self.assertTrue(item["confirmation"]["verdict"].startswith("flaky"))
+
+    def test_a_rerun_that_runs_nothing_is_not_confirmed(self):
         target = bep.Target("//pkg:t", status="NO STATUS")
-        self.assertEqual(gate._verdict(target, None)["verdict"], "consistent")
+        self.assertEqual(
+            gate._verdict(target, None, {"case": None})["verdict"],
+            "not confirmed (the re-runs produced no result)",
+        )
 
 
 class BadInputTest(unittest.TestCase):
@@ -310,6 +403,31 @@ class BadInputTest(unittest.TestCase):
         # The README's commands pass no --out; the report then goes under the gate's root.
         args = argparse.Namespace(out=None, output_root=str(self.tmp))
         self.assertEqual(gate.Gate(args).out.parent, self.tmp / "reports")
+
+
+class CandidateTest(unittest.TestCase):
+    def test_spec_pins_torch_and_keeps_every_other_requirement(self):
+        pinned = candidate.requirements("torch==2.15.0")
+        self.assertIn("torch==2.15.0", pinned)
+        self.assertEqual([r for r in pinned if r.startswith("torch==")], ["torch==2.15.0"])
+        self.assertIn("transformers==5.23.0", pinned)
+        self.assertNotEqual(
+            candidate.venv_dir("torch==2.15.0"), candidate.venv_dir("torch==2.14.1")
+        )
+        self.assertFalse(candidate.is_spec("lock:/x.lock"))
+
+    def test_a_load_failure_names_the_library_and_the_missing_symbol(self):
+        # The tail of `import fbgemm_gpu` with fbgemm-gpu-cpu 1.9.0 on torch 2.15.0.
+        stderr = (
+            "Traceback (most recent call last):\n"
+            "OSError: /v/site-packages/fbgemm_gpu/fbgemm_gpu_py.so: undefined symbol: "
+            "_ZN3c1015report_overflowEPKc\n"
+            "OSError: Could not load this library: /v/site-packages/fbgemm_gpu/fbgemm_gpu_py.so\n"
+        )
+        self.assertEqual(
+            candidate._last_error_line(stderr),
+            "fbgemm_gpu_py.so: undefined symbol _ZN3c1015report_overflowEPKc",
+        )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ RUNNER_ENV = {
     "JOBS_DIR": "TORCH_TEST_JOBS_DIR",
     "SLOTS_PER_GPU": "TORCH_TEST_SLOTS_PER_GPU",
     "START_METHOD": "TORCH_TEST_START_METHOD",
+    "NODE_IDS": "TORCH_TEST_NODE_IDS",
 }
 
 # What repository rules read (host_hardware.bzl, tools/python/pypi.bzl), set by users,

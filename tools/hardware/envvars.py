@@ -30,6 +30,7 @@ GPU_LEASE_DIR = "TORCH_TEST_GPU_LEASE_DIR"  # the GPU lease's lock directory
 JOBS_DIR = "TORCH_TEST_JOBS_DIR"  # the thread budget's registry of running tests
 SLOTS_PER_GPU = "TORCH_TEST_SLOTS_PER_GPU"  # overrides the GPU sharing policy
 START_METHOD = "TORCH_TEST_START_METHOD"  # rank processes: "forkserver" or "spawn"
+NODE_IDS = "TORCH_TEST_NODE_IDS"  # JSON [node id]: run exactly these (the gate's re-runs)
 # Read by repository rules (envvars.bzl's HOST_ENV); the gate and bench/ set them.
 GPUS = "TORCH_TEST_GPUS"  # overrides the detected GPU count
 PYTHON = "TORCH_TEST_PYTHON"  # host-interpreter mode: the tests' Python

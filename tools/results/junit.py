@@ -13,6 +13,9 @@ Outcomes, from how pytest encodes them:
            (pytest xfail strict) or "Unexpected success" (unittest.expectedFailure), or
            <skipped> "xfail-marked test passes unexpectedly" (older pytest)
 
+A testcase without a name is no test: pytest writes one when the session is interrupted (the
+runner's SIGTERM handler, i.e. a Bazel timeout); cases() leaves it out.
+
 A case's JUnit properties (pytest's item.user_properties, written by test_utils.outcome_audit)
 say why an outcome is accepted: `declared` ("skip: <reason>" / "fail: <reason>", from the
 target's expectations file; a declared failure reads as xfail) and `not_applicable` (the test
@@ -45,6 +48,17 @@ class Case:
         """Unique within a target: `classname::name`."""
         return f"{self.classname}::{self.name}" if self.classname else self.name
 
+    @property
+    def node_id(self) -> str | None:
+        """pytest's node id (`file.py::Class::name`), from xunit1's file and classname."""
+        if not self.file.endswith(".py"):
+            return None
+        module = self.file[: -len(".py")].replace("/", ".")
+        inner = (
+            self.classname[len(module) :].strip(".") if self.classname.startswith(module) else ""
+        )
+        return "::".join([self.file, *filter(None, inner.split(".")), self.name])
+
 
 def _outcome(case: ET.Element) -> tuple[str, str]:
     for tag in ("failure", "error", "skipped"):
@@ -66,6 +80,8 @@ def _outcome(case: ET.Element) -> tuple[str, str]:
 def cases(path: pathlib.Path) -> list[Case]:
     found = []
     for case in ET.parse(path).getroot().iter("testcase"):
+        if not case.get("name"):
+            continue  # pytest's record of an interrupted session, not a test
         outcome, message = _outcome(case)
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         found.append(

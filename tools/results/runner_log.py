@@ -1,11 +1,20 @@
 """What the runner (tools/runner/pytest_runner.py) writes into a test.log, read back.
 
 torch_test resources: wall_s=.. cpu_s=.. peak_rss_mib=.. children_peak_rss_mib=..
+torch_test: FAILED: ...; the last test that started: NODEID      (tools/runner/completion.py)
+*** SIGTERM (Bazel timeout?) while running NODEID (call): stacks of all threads ***
+Current thread 0x... (most recent call first):                  (faulthandler's dump)
+  File "...", line N in NAME
 """
 
 import re
 
 RESOURCES = re.compile(r"torch_test resources: (.*)$", re.M)
+LAST_STARTED = re.compile(r"the last test that started: (.+?)\s*$", re.M)
+SIGTERM = re.compile(r"^\*\*\* SIGTERM .*?(?: while running (.+?) \((?:setup|call|teardown)\))?:")
+RUNFILES = re.compile(r'File "[^"]*?\.runfiles/')
+# Frames of the stack dump shown per hang: the innermost ones say where it hung.
+STACK_LINES = 12
 
 
 def _resource_lines(text: str) -> list[dict[str, str]]:
@@ -28,3 +37,26 @@ def peak_rss_mib(text: str) -> int | None:
         if values:
             peaks.append(max(values))
     return round(max(peaks)) if peaks else None
+
+
+def hang(text: str) -> tuple[str | None, str] | None:
+    """(node id of the test that was running, its thread's stack) of a SIGTERM'd run, else None.
+
+    The node id comes from the SIGTERM line, else from the runner's last-started line; the
+    stack is the dump's first thread (faulthandler writes the interrupted one first).
+    """
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if SIGTERM.match(line)), None)
+    if start is None:
+        return None
+    running = SIGTERM.match(lines[start]).group(1)
+    if running is None and (found := LAST_STARTED.findall(text)):
+        running = found[-1]
+    stack = []
+    for line in lines[start + 1 :]:
+        if not line.strip() and stack:
+            break
+        if line.strip():
+            # Sandbox paths differ per run and say nothing: start at the runfiles root.
+            stack.append(RUNFILES.sub('File "', line.rstrip()))
+    return running, "\n".join(stack[: STACK_LINES + 1])

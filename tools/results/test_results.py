@@ -4,7 +4,7 @@ import pathlib
 import tempfile
 import unittest
 
-from tools.results import bep, junit
+from tools.results import bep, junit, runner_log
 
 TESTDATA = pathlib.Path(__file__).resolve().parent / "testdata"
 
@@ -114,6 +114,9 @@ class BepTest(unittest.TestCase):
 JUNIT = (
     '<testsuites><testsuite name="t">'
     '<testcase classname="m.C" name="test_pass" file="m.py" time="1.5"/>'
+    '<testcase classname="pkg.t_x.C" name="test_p[relu inplace]" file="pkg/t_x.py">'
+    '<properties><property name="torch_test.declared" value="fail: known"/></properties>'
+    '<failure message="boom"/></testcase>'
     '<testcase classname="m.C" name="test_fail" time="2">'
     '<failure message="AssertionError: 1 != 2&#10;more">tb</failure></testcase>'
     '<testcase classname="m.C" name="test_error"><error message="error in setup">tb</error>'
@@ -147,6 +150,7 @@ class JunitTest(unittest.TestCase):
                 "test_xfail": ("xfail", "known bug"),
                 "test_xpass_strict": ("xpass", "[XPASS(strict)] known bug"),
                 "test_unexpected": ("xpass", "Unexpected success"),
+                "test_p[relu inplace]": ("failed", "boom"),
             },
         )
         self.assertEqual((cases[0].id, cases[0].time_s), ("m.C::test_pass", 1.5))
@@ -177,6 +181,32 @@ class JunitTest(unittest.TestCase):
                 "test_plain": ("passed", None, None),
             },
         )
+
+    def test_node_id_and_declared_outcome(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp, "test.xml")
+            path.write_text(JUNIT)
+            param = next(c for c in junit.cases(path) if c.name.startswith("test_p["))
+        self.assertEqual(param.node_id, "pkg/t_x.py::C::test_p[relu inplace]")
+        self.assertEqual((param.declared, param.not_applicable), ("fail: known", None))
+
+
+class TimeoutTest(unittest.TestCase):
+    """A target Bazel timed out (recorded: //tools/gate/fixtures:hangs_on_candidate)."""
+
+    def test_the_nameless_testcase_pytest_leaves_after_sigterm_is_no_case(self):
+        cases = junit.cases(TESTDATA / "timeout.test.xml")
+        self.assertEqual([(c.name, c.outcome) for c in cases], [("test_known_bad", "failed")])
+
+    def test_hang_names_the_running_test_and_its_stack(self):
+        running, stack = runner_log.hang((TESTDATA / "timeout.test.log").read_text())
+        self.assertEqual(running, "tools/gate/fixtures/hangs_on_candidate.py::test_hangs")
+        self.assertIn('File "torch_tests/tools/gate/fixtures/hangs_on_candidate.py", line', stack)
+        self.assertIn("in test_hangs", stack)
+        self.assertNotIn("bazel-sandbox", stack)
+
+    def test_a_log_without_sigterm_is_no_hang(self):
+        self.assertIsNone(runner_log.hang("collected 1 item\nt.py .   [100%]\n"))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   TEST_TOTAL_SHARDS/_INDEX     this shard's tests (tools/runner/sharding.py);
   TEST_SHARD_STATUS_FILE       touched to say sharding is supported
   TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
+  TORCH_TEST_NODE_IDS          (--test_env) exact node ids to run (tools/runner/node_ids.py)
   TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp,
                                tools/runner/private_tmp.py); kernel caches and, where torch
                                ships no bytecode, a bytecode cache are per user in /tmp
@@ -48,6 +49,7 @@ from tools.runner import (
     completion,
     gpu_lease,
     gpu_share,
+    node_ids,
     private_tmp,
     refused_options,
     threads,
@@ -108,7 +110,10 @@ def _install_sigterm_handler() -> None:
             os.kill(os.getpid(), signal.SIGTERM)
             return
         first_at.append(time.monotonic())
-        print("\n*** SIGTERM (Bazel timeout?): stacks of all threads ***", file=log)
+        # pytest's own record of the running test: the gate names the hung case by it.
+        running = os.environ.get("PYTEST_CURRENT_TEST")
+        where = f" while running {running}" if running else ""
+        print(f"\n*** SIGTERM (Bazel timeout?){where}: stacks of all threads ***", file=log)
         faulthandler.dump_traceback(file=log, all_threads=True)
         raise KeyboardInterrupt("SIGTERM")
 
@@ -157,7 +162,9 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     _install_sigterm_handler()
     selector = sharding.ShardSelector.from_env(env)
     budget = threads.ThreadBudget.start(env, export=_export_to_ranks)  # before torch's import
-    code = pytest.main(args, plugins=[selector, completion.Ledger(ledger), budget])
+    plugins = [selector, completion.Ledger(ledger), budget]
+    by_id = node_ids.NodeIdSelector.from_env(env)  # exact re-runs (the gate's)
+    code = pytest.main(args, plugins=plugins + ([by_id] if by_id else []))
     gpu_share.report_peak()
     return _exit_code(code, selector, env)
 

@@ -4,6 +4,7 @@ Each test runs the real runner in a subprocess on a small generated test file, w
 environment Bazel would give it.
 """
 
+import json
 import signal
 import time
 import xml.etree.ElementTree as ET
@@ -197,3 +198,26 @@ def test_sigterm_dumps_stacks_and_exits(tmp_path):
     assert proc.returncode != 0
     assert "SIGTERM" in stderr
     assert "test_sleeps_forever" in stderr  # the stack dump shows where the test hung
+    # The gate names the hung case by this line (tools/results/runner_log.py).
+    assert "while running test_fixture.py::test_sleeps_forever (call)" in stderr
+
+
+def test_node_ids_select_exact_cases_with_any_characters(tmp_path):
+    # A -k expression cannot name these ids (spaces, brackets, `or`): the node-id list can.
+    body = (
+        "import pytest\n\n"
+        "@pytest.mark.parametrize('mode', ['relu inplace', 'a or b', 'plain'])\n"
+        "def test_p(mode):\n    pass\n"
+    )
+    test_file = write_tests(tmp_path, body)
+    ids = [f"{test_file.name}::test_p[relu inplace]", f"{test_file.name}::test_p[a or b]"]
+    env = bazel_env(tmp_path, TORCH_TEST_NODE_IDS=json.dumps(ids))
+    result = run_runner(test_file, env)
+    assert result.returncode == 0, result.stderr
+    assert sorted(xml_cases(tmp_path / "test.xml")) == ["test_p[a or b]", "test_p[relu inplace]"]
+
+    # An id that matches nothing runs nothing, and the target fails (a re-run proves nothing).
+    env = bazel_env(tmp_path, TORCH_TEST_NODE_IDS=json.dumps([f"{test_file.name}::test_p[x]"]))
+    result = run_runner(test_file, env)
+    assert result.returncode == 1
+    assert "no tests selected in this target" in result.stderr
