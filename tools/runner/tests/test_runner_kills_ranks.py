@@ -135,7 +135,10 @@ def test_sigterm_to_runner_kills_every_rank(tmp_path):
 
         assert runner.returncode != 0, stdout + stderr
         assert exit_s < EXIT_WITHIN_S, f"runner took {exit_s:.1f} s to exit after SIGTERM"
-        assert "*** SIGTERM (Bazel timeout?): stacks of all threads ***" in stderr, stderr
+        hung = "test_ranks_hang_fixture.py::test_ranks_hang_until_bazel_kills_the_runner (call)"
+        assert f"*** SIGTERM (Bazel timeout?) while running {hung}: stacks of all threads ***" in (
+            stderr
+        ), stderr
         assert "test_ranks_hang_until_bazel_kills_the_runner" in stderr  # where the test hung
         gone = wait_for(lambda: not alive(pids), GONE_WITHIN_S)
         assert gone, f"ranks or their children outlived the runner: {sorted(alive(pids))}"
