@@ -14,6 +14,7 @@ The lock is read by tools/python/lock.py, the one reader of it.
 
 import argparse
 import compileall
+import concurrent.futures
 import hashlib
 import importlib.metadata
 import json
@@ -261,32 +262,42 @@ def host_fingerprint(interpreter: str, content: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def download_pure(pin, dest: pathlib.Path) -> str:
+    """pip downloads the pin's pure-Python wheel into `dest`; returns why not, or ""."""
+    requirement = dest / "requirement.txt"
+    dest.mkdir()
+    requirement.write_text(pin.text())
+    python = "{}.{}".format(*sys.version_info[:2])
+    download = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+    download += ["--disable-pip-version-check", "--no-input", "--require-hashes"]
+    download += ["--only-binary=:all:", "--platform=any", "--abi=none"]
+    download += ["--implementation=py", f"--python-version={python}"]
+    download += [f"--dest={dest}", f"--requirement={requirement}"]
+    got = subprocess.run(download, capture_output=True, text=True, check=False)
+    return (got.stderr.strip().splitlines() or ["pip failed"])[-1] if got.returncode else ""
+
+
 def supply_pure(out: pathlib.Path, pins: list) -> None:
     """Installs into `site/` each pin whose locked wheel is pure Python (py3-none-any).
 
     pip is asked for a wheel of platform `any` and ABI `none` only, with the lock's hashes: a
     package whose locked wheels are all compiled has none, and is not downloaded at all (its
     compiled build may not fit this interpreter, so it stays missing). A failed download (no
-    index here) leaves the package missing too, with pip's reason printed.
+    index here) leaves the package missing too, with pip's reason printed. Downloads run side
+    by side: each is a pip process that mostly waits for the index.
     """
     with tempfile.TemporaryDirectory() as tmp:
-        for pin in pins:
-            requirement = pathlib.Path(tmp) / f"{pin.name}.txt"
-            requirement.write_text(pin.text())
-            download = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
-            download += ["--disable-pip-version-check", "--no-input", "--require-hashes"]
-            download += ["--only-binary=:all:", "--platform=any", "--abi=none"]
-            download += ["--implementation=py", f"--python-version={sys.version_info[0]}"]
-            download += [f"--dest={tmp}/{pin.name}", f"--requirement={requirement}"]
-            got = subprocess.run(download, capture_output=True, text=True, check=False)
-            if got.returncode:
-                reason = (got.stderr.strip().splitlines() or ["pip failed"])[-1]
+        dests = [pathlib.Path(tmp, pin.name) for pin in pins]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            reasons = list(pool.map(download_pure, pins, dests))
+        for pin, reason in zip(pins, reasons, strict=True):
+            if reason:
                 print(f"pypi: {pin.name} {pin.version} stays missing: {reason}", file=sys.stderr)
-                continue
-            wheels = list(pathlib.Path(tmp, pin.name).glob("*.whl"))
+        wheels = [str(w) for dest in dests for w in dest.glob("*.whl")]
+        if wheels:
             install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
             install += ["--disable-pip-version-check", "--no-input", "--no-compile"]
-            subprocess.run(install + [f"--target={out / 'site'}", *map(str, wheels)], check=True)
+            subprocess.run(install + [f"--target={out / 'site'}", *wheels], check=True)
 
 
 def host_libraries(
