@@ -15,6 +15,7 @@ that still fits, so adding or bumping one package moves only what that needs.
 
 resolves requirements.in (and requirements-nodeps.in without dependencies) against the pins of
 --lock (default: the pinned lock), writes --out (default: --lock) and prints what changed.
+--requirements / --nodeps name other inputs (tools/remote/update_lock.sh: the rig's lock).
 `--upgrade NAME` lets NAME move to its newest fitting version; `--upgrade NAME==VER` sets it
 (over requirements.in's own pin, e.g. a candidate torch for the upgrade gate).
 """
@@ -203,7 +204,12 @@ def _uv_compile(uv, source, seed, extra, python) -> dict[str, Pin]:
 
 
 def compile_lock(
-    lock: pathlib.Path, out: pathlib.Path, upgrades: list[str], python: str
+    lock: pathlib.Path,
+    out: pathlib.Path,
+    upgrades: list[str],
+    python: str,
+    requirements: pathlib.Path = REQUIREMENTS,
+    nodeps: pathlib.Path | None = NODEPS,
 ) -> list[str]:
     """Writes `out` resolved against the pins of `lock`; returns what changed."""
     old = read(lock)
@@ -221,8 +227,8 @@ def compile_lock(
             path = pathlib.Path(tmp) / "overrides.txt"
             path.write_text("\n".join(overrides) + "\n")
             extra += ["--overrides", str(path)]
-        resolved = _uv_compile(uv, REQUIREMENTS, old, extra, python)
-        unchecked = _uv_compile(uv, NODEPS, old, extra + ["--no-deps"], python)
+        resolved = _uv_compile(uv, requirements, old, extra, python)
+        unchecked = _uv_compile(uv, nodeps, old, extra + ["--no-deps"], python) if nodeps else {}
     clash = sorted(n for n in set(resolved) & set(unchecked) if resolved[n] != unchecked[n])
     if clash:
         raise LockError(f"pinned differently in the two .in files' resolutions: {clash}")
@@ -239,9 +245,16 @@ def main() -> None:
     compile_.add_argument("--lock", type=pathlib.Path, default=PINNED, help="pins to keep")
     compile_.add_argument("--out", type=pathlib.Path, help="default: --lock")
     compile_.add_argument("--python", default=sys.executable, help="the lock's target Python")
+    compile_.add_argument("--requirements", type=pathlib.Path, default=REQUIREMENTS)
+    compile_.add_argument(
+        "--nodeps", type=pathlib.Path, default=NODEPS, help="'' for none: installed without deps"
+    )
     args = parser.parse_args()
+    nodeps = args.nodeps if str(args.nodeps) not in ("", ".") else None
     try:
-        changed = compile_lock(args.lock, args.out or args.lock, args.upgrade, args.python)
+        changed = compile_lock(
+            args.lock, args.out or args.lock, args.upgrade, args.python, args.requirements, nodeps
+        )
     except LockError as error:
         sys.exit(f"lock.py: {error}")
     print("\n".join(changed) if changed else "no pin changed")
