@@ -132,6 +132,15 @@ def _with_runner(deps):
         return RUNNER_DEPS + [d for d in deps if d not in RUNNER_DEPS]
     return RUNNER_DEPS + deps
 
+def _shell_quoted(arg):
+    """`arg` as one word after Bazel's Bourne-shell tokenization of test args.
+
+    Bazel splits each string of a test's `args` on spaces, so `["-k", "not hf_bert"]` would
+    reach pytest as `-k not hf_bert`; quoted, it arrives as written. $(location) still expands
+    inside the quotes.
+    """
+    return "'" + arg.replace("'", "'\\''") + "'"
+
 def _shards(shard_count, variant):
     if type(shard_count) == "dict":
         return shard_count.get(variant)
@@ -181,7 +190,8 @@ def torch_test(
       whole_gpu: the GPU variants never share a GPU (tools/runner/gpu_share.py): for a test
         whose GPU memory the recorded peak does not bound.
       tags: extra tags of every variant.
-      args: extra pytest arguments.
+      args: extra pytest arguments, each passed as written (`["-k", "not hf_bert"]`: no
+        inner quotes; Bazel's word splitting does not apply).
       expectations: a TOML file beside `src` declaring tests expected to skip or fail, each with
         its reason (format: test_utils/expectations.py); undeclared skips fail the target, and
         so do declarations that no longer hold.
@@ -204,6 +214,7 @@ def torch_test(
     expectations_env = _expectations_env(name, sources[0], expectations)
     if expectations_env:
         data = data + [expectations]
+    quoted_args = [_shell_quoted(a) for a in args] if type(args) == "list" else args
 
     used_by = {v: [f for f in FEATURES if v in features.get(f, [])] for v in variants}
 
@@ -231,7 +242,7 @@ def torch_test(
             name = target,
             srcs = [RUNNER] + sources,
             main = RUNNER,
-            args = ["$(location {})".format(s) for s in sources] + args,
+            args = ["$(location {})".format(s) for s in sources] + quoted_args,
             data = data,
             deps = _with_runner(deps),
             env = variant_env,
@@ -247,15 +258,10 @@ def torch_test(
 
 # buildifier: disable=unnamed-macro
 def torch_test_suites():
-    """One test_suite per variant in this package: cpu_tests, gpu_tests, multi_gpu_tests, ..."""
+    """One test_suite per variant in this package: cpu_tests, gpu_tests, multi_gpu_tests, ...
+
+    Over the whole repository, select a variant with its config (`--config=cpu //...`): Bazel
+    4.2.3 cannot enumerate packages while loading, so a root suite would have to list them.
+    """
     for variant in VARIANTS:
         native.test_suite(name = variant + "_tests", tags = tag_filter(variant).split(","))
-
-# buildifier: disable=unnamed-macro
-def root_test_suites(packages):
-    """The per-variant suites of the root package, over each package's torch_test_suites()."""
-    for variant in VARIANTS:
-        native.test_suite(
-            name = variant + "_tests",
-            tests = [package + ":" + variant + "_tests" for package in packages],
-        )

@@ -16,18 +16,17 @@ import hashlib
 import json
 import os
 import pathlib
-import re
 import subprocess
 
 from tools.hardware import envvars
 from tools.hardware import probe as hardware_probe
+from tools.python import lock
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PINNED_LOCK = ROOT / "third_party" / "python" / "requirements.lock"
-REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
-# Variables that choose @pypi's mode: each side sets its own and inherits none.
+PINNED_LOCK = lock.PINNED
 # A venv's own installer, never in a lock: not a difference between the sides.
 VENV_TOOLS = ("pip", "setuptools", "wheel")
+# Variables that choose @pypi's mode: each side sets its own and inherits none.
 MODE_VARS = (envvars.PYTHON, envvars.LOCK)
 
 # Runs with the side's interpreter: where torch is and what it was built for, without importing
@@ -90,20 +89,10 @@ def parse(role: str, spec: str) -> Side:
 
 
 def _lock_pins(path: pathlib.Path) -> dict:
-    pins, problems = {}, []
-    logical = path.read_text().replace("\\\n", " ")
-    for line in logical.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        match = REQUIREMENT.match(line)
-        if not match or "--hash=sha256:" not in line:
-            problems.append(line.split()[0])
-            continue
-        pins[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
-    if problems:
-        raise BadSide(f"not an exact pin with --hash=sha256: {problems[0]!r}")
-    return pins
+    try:
+        return lock.versions(path)
+    except lock.LockError as error:
+        raise BadSide(str(error)) from None
 
 
 def check(side: Side) -> None:
@@ -166,11 +155,10 @@ def fingerprint(side: Side, output_base: pathlib.Path) -> dict:
 
 def missing_packages(output_base: pathlib.Path) -> list[str]:
     """Host mode: the lock's packages the interpreter lacks (their targets are SKIPPED)."""
-    build = output_base / "external" / "pypi" / "BUILD.bazel"
-    if not build.is_file():
+    manifest = output_base / "external" / "pypi" / "manifest.json"
+    if not manifest.is_file():
         return []
-    text = build.read_text()
-    return re.findall(r'name = "([^"]+)",\n    tags = \["missing-in-host-interpreter"\]', text)
+    return json.loads(manifest.read_text())["missing"]
 
 
 _LIST_PACKAGES = r"""

@@ -8,8 +8,10 @@ Two modes, chosen by the environment at fetch time:
   bytes and cached test results stay valid. The interpreter is `python3` on PATH (or
   $PYTHON_BIN), wrapped as a venv that cannot see the host's site-packages.
 * Host interpreter (TORCH_TEST_PYTHON=/path/to/python3, e.g. a GPU image that ships torch):
-  nothing is installed; that interpreter's own packages are used. A package of the lock it lacks
-  becomes an incompatible target, so tests needing it are SKIPPED by Bazel, never passed. A
+  that interpreter's own packages are used. A package of the lock it lacks is installed from the
+  lock (hashed) if its locked wheel is pure Python (expecttest, pytest plugins); one with
+  compiled code becomes an incompatible target, so tests needing it are SKIPPED by Bazel, never
+  passed. A
   fingerprint of the environment (package versions, torch's CUDA build, GPUs and driver, and
   tools/python/env_fingerprint.sh's digest of every file's path, size and mtime on the
   interpreter's sys.path) is a runfile of every test, so a changed image re-runs them.
@@ -19,11 +21,16 @@ tools/gate/gate.py): installed like the pinned one, instead of `lock`. tools/baz
 path and sha256 as repo_env, so an edit of that file re-creates the repository. Unset, nothing
 differs from the pinned default (same files, same cache keys).
 
-Either way the repository has one `py_library` per distribution (`@pypi//:torch`, ...) and
-`@pypi//:python_toolchain` for `register_toolchains`.
+Either way the repository has one `py_library` per distribution (`@pypi//:torch`, ...),
+`@pypi//:python_toolchain` for `register_toolchains`, and `@pypi//:manifest.json` (mode, the
+packages' versions, the missing ones) for tools that need to know what the tests got.
 """
 
 _GENERATOR = Label("//tools/python:generate_build.py")
+
+# The generator imports the lock module beside it; resolving its label makes an edit of it
+# re-create the repository, as an edit of the generator does.
+_LOCK_MODULE = Label("//tools/python:lock.py")
 _FINGERPRINT = Label("//tools/python:env_fingerprint.sh")
 
 def _run(ctx, what, argv, env = {}):
@@ -95,6 +102,7 @@ def _pypi_repository_impl(ctx):
     else:
         _install_lock(ctx, python, lock)
         extra = ["--nodeps={}".format(ctx.path(ctx.attr.nodeps))]
+    ctx.path(_LOCK_MODULE)
     _run(
         ctx,
         "generating @{} (tools/python/generate_build.py)".format(ctx.name),

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Host-interpreter mode (TORCH_TEST_PYTHON) with a throw-away venv holding torch and pytest:
-#   - tests run on that interpreter's packages; a locked package it lacks (torchrec, tqdm)
-#     makes the targets needing it SKIPPED, never PASSED;
+#   - tests run on that interpreter's packages; a locked pure-Python package it lacks (tqdm,
+#     expecttest) is supplied from the lock, so //test_utils:torch_testing works; a locked
+#     package with compiled code it lacks (fbgemm-gpu-cpu) makes the targets needing it
+#     SKIPPED, never PASSED; @pypi//:manifest.json says which;
 #   - a second run is (cached); installing one more package changes the environment
 #     fingerprint and re-runs the tests.
 # Uses its own output base, so the pinned-mode server and cache are left alone.
@@ -11,17 +13,23 @@ scratch="$(mktemp -d /tmp/torch_test_host_mode.XXXXXX)"
 host_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
 trap '"$BAZEL" --output_base="$scratch/output_base" shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
 
-say "a host image: venv with torch 2.13.0 and pytest (no torchrec, no tqdm)"
+say "a host image: venv with torch 2.13.0 and pytest (no torchrec, no tqdm, no expecttest)"
 python3 -m venv "$scratch/venv"
 "$scratch/venv/bin/pip" install -q torch==2.13.0 pytest numpy
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
-targets=(//tools/selftest:all //dynamo_tests:all)
+targets=(//tools/selftest:all //dynamo_tests:all //test_utils/tests:test_torch_testing)
 
 out="$(host_bazel test "${targets[@]}" 2>&1)" || true
 expect_line "$out" "$(fresh //dynamo_tests:test_recompile_ux)" "torch test ran on the host interpreter"
 expect_line "$out" "$(fresh //tools/selftest:probe_plain)" "probe ran on the host interpreter"
 expect_line "$out" "^//dynamo_tests:test_torchrec +SKIPPED" "torchrec missing: its test is SKIPPED"
-expect_line "$out" "^//tools/selftest:probe_tqdm +SKIPPED" "tqdm missing: its probe is SKIPPED"
+expect_line "$out" "$(fresh //tools/selftest:probe_tqdm)" "tqdm (pure Python) supplied from the lock"
+expect_line "$out" "$(fresh //test_utils/tests:test_torch_testing)" \
+  "expecttest (pure Python) supplied from the lock: torch.testing._internal works"
+manifest="$(cat "$scratch"/output_base/external/pypi/manifest.json)"
+expect_line "$manifest" '"mode": "host"' "manifest: host mode"
+expect_line "$manifest" '"expecttest": "0\.' "manifest: expecttest's version"
+expect_line "$(tr -d ' \n' <<<"$manifest")" '"missing":\[[^]]*"fbgemm-gpu-cpu"' "manifest: fbgemm-gpu-cpu missing"
 expect_line "$(cat "$scratch"/output_base/external/pypi/fingerprint.txt)" "^torch 2\.13\.0" \
   "fingerprint records torch"
 

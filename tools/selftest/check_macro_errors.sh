@@ -117,12 +117,16 @@ table() {
 for name, spec in table()['VARIANTS'].items(): print(name, spec['$1'])"
 }
 # Each variant's --config (checked against the table by //test_utils/tests:test_hardware_table)
-# must select what its suite holds, and only targets with the variant's suffix.
+# must select what the packages' suites (torch_test_suites()) hold together, and only targets
+# with the variant's suffix. A package with tests but no torch_test_suites() fails this.
+packages="$(grep -rlE --include=BUILD.bazel '^torch_test_suites\(\)' . | grep -v '^./bazel-' |
+  sed -E 's|^\./(.*)/BUILD.bazel$|//\1|' | sort)"
 while read -r variant suffix; do
   filter="$(grep -E "^test:${variant} --test_tag_filters=" .bazelrc | cut -d= -f2)"
   selected="$(query_of "$filter")"
-  suite="$("$BAZEL" query "tests(//:${variant}_tests)" 2>/dev/null | sort)"
-  if [[ -n $filter && $selected == "$suite" ]]; then pass "//:${variant}_tests == --config=${variant} (${filter})"; else fail "//:${variant}_tests differs from --config=${variant} ('${filter}')"; fi
+  suites="$(sed "s/\$/:${variant}_tests/" <<<"$packages" | tr '\n' ' ')"
+  suite="$("$BAZEL" query "tests(set(${suites}))" 2>/dev/null | sort)"
+  if [[ -n $filter && $selected == "$suite" ]]; then pass "the packages' ${variant}_tests == --config=${variant} (${filter})"; else fail "the packages' ${variant}_tests differ from --config=${variant} ('${filter}')"; fi
   if [[ -n $suffix ]]; then
     expect_line "$selected" "${suffix}\$" "${variant} selects some ${suffix} targets"
     expect_no_line "$(grep -Ev -- "${suffix}\$" <<<"$selected")" . "${variant} selects only ${suffix} targets"
