@@ -8,8 +8,8 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   TEST_SHARD_STATUS_FILE       touched to say sharding is supported
   TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
   TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp,
-                               tools/runner/private_tmp.py); kernel caches and, where torch
-                               ships no bytecode, a bytecode cache are per user in /tmp
+                               tools/runner/private_tmp.py); kernel caches are per user in
+                               /tmp; bytecode is @pypi's, read-only (tools/runner/bytecode.py)
   TEST_UNDECLARED_OUTPUTS_DIR  rank logs of multi-process tests (test_utils.distributed)
   TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
   TEST_TIMEOUT                 exported as TORCH_TEST_DEADLINE for harness timeouts
@@ -39,12 +39,20 @@ import sys
 import time
 
 from test_utils import hardware
-from tools.runner import bytecode, completion, gpu_lease, gpu_share, private_tmp, threads
+from tools.runner import (
+    bytecode,
+    collection,
+    completion,
+    gpu_lease,
+    gpu_share,
+    private_tmp,
+    threads,
+)
 
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
 SESSION_FLAG = "--session"
+COLLECTION_FLAG = "--collection-check"
 SHARED_CACHE = f"/tmp/torch_tests_kernel_cache_{os.getuid()}"
-BYTECODE_CACHE = f"{SHARED_CACHE}/bytecode"
 
 
 def _configure_dirs(env, short: str) -> list[str]:
@@ -57,11 +65,11 @@ def _configure_dirs(env, short: str) -> list[str]:
         # and gloo create under TMPDIR.
         env["TMPDIR"] = short
     # Compiled kernels are shared by all tests of this user (not per sandbox): inductor and
-    # triton key their caches by source, torch version and device, and write atomically. So is
-    # bytecode where the interpreter's torch ships none (tools/runner/bytecode.py).
+    # triton key their caches by source, torch version and device, and write atomically.
+    # Bytecode is read-only to tests (tools/runner/bytecode.py).
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", f"{SHARED_CACHE}/inductor")
     env.setdefault("TRITON_CACHE_DIR", f"{SHARED_CACHE}/triton")
-    bytecode.configure(env, BYTECODE_CACHE)
+    bytecode.configure(env, bytecode.precompiled_prefix(env))
     return args
 
 
@@ -140,9 +148,38 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     _install_sigterm_handler()
     selector = sharding.ShardSelector.from_env(env)
     budget = threads.ThreadBudget.start(env)  # before the tests import torch
-    code = pytest.main(args, plugins=[selector, completion.Ledger(ledger), budget])
+    plugins = [selector, completion.Ledger(ledger), budget]
+    if selector.total > 1:
+        plugins.append(collection.Recorder(_collection_record(ledger)))
+    code = pytest.main(args, plugins=plugins)
     gpu_share.report_peak()
     return _exit_code(code, selector, env)
+
+
+def _collection_record(ledger: str) -> str:
+    """Where the test process records its collection (tools/runner/collection.py)."""
+    return ledger + ".collection"
+
+
+def _collection_args(test_file: str, short: str, user_args: list[str]) -> list[str]:
+    """The second collection's pytest arguments: the tests' own, without Bazel's outputs."""
+    plugins = ["-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider"]
+    return [test_file, f"--basetemp={short}/collection_check", *plugins, *user_args]
+
+
+def _run_checked(child: list[str], env, ledger: str, check_args: list[str], short: str) -> int:
+    """Runs the tests; a sharded target also proves its collection stable (collection.py)."""
+    if int(env.get("TEST_TOTAL_SHARDS", "1")) <= 1:
+        return completion.run_session(child, env, ledger)
+    check = collection.Check(os.path.abspath(__file__), COLLECTION_FLAG, check_args, env, short)
+    try:
+        result = completion.run_session(child, env, ledger)
+        status, why = check.verdict(_collection_record(ledger))
+    finally:
+        check.cancel()
+    if why:
+        print(f"\ntorch_test: FAILED: {why}", file=sys.stderr)
+    return result or status
 
 
 @contextlib.contextmanager
@@ -178,6 +215,8 @@ def _gpus_for(variant: str, env, holder: str):
 def run(argv: list[str], env=os.environ) -> int:
     if argv and argv[0] == SESSION_FLAG:
         return session(argv[1], argv[2:], env)
+    if argv and argv[0] == COLLECTION_FLAG:
+        return collection.collect(argv[1], argv[2:])
     if not argv:
         print("usage: pytest_runner.py TEST_FILE [PYTEST_ARGS...]", file=sys.stderr)
         return 2
@@ -193,19 +232,19 @@ def run(argv: list[str], env=os.environ) -> int:
         pathlib.Path(premature).touch()
     # Only the plugins we name: a host image's pytest plugins must not change what runs.
     env.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    env.update(collection.hash_seed_env(env))
 
     with private_tmp.private_tmp() as short:
         args = [argv[0], *_configure_dirs(env, short), *_protocol_args(env), *argv[1:]]
         ledger = os.path.join(short, "ledger")
         child = [sys.executable, os.path.abspath(__file__), SESSION_FLAG, ledger, *args]
+        check_args = _collection_args(argv[0], short, argv[1:])
         try:
             with _gpus_for(hardware.current_variant(), env, env.get("TEST_TARGET", argv[0])):
-                result = completion.run_session(child, env, ledger)
+                result = _run_checked(child, env, ledger, check_args, short)
         except gpu_lease.LeaseError as error:
             print(f"GPU lease failed: {error}", file=sys.stderr)
             return 1
-        finally:
-            bytecode.forget_test_dirs(env, BYTECODE_CACHE)
     _report_resources(time.time() - started)
     if premature:
         pathlib.Path(premature).unlink(missing_ok=True)
