@@ -147,11 +147,13 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
         TORCHINDUCTOR_CACHE_DIR=str(KERNEL_CACHE / "pytest-inductor"),
         TRITON_CACHE_DIR=str(KERNEL_CACHE / "pytest-triton"),
     )
-    # The same bytecode as Bazel's tests get (the runner's decision, cold like the kernel
-    # cache), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling, and
-    # the bound is not inflated by sources compiled again in every process.
+    # The same bytecode as Bazel's tests get (compiled as @pypi's fetch compiles it, then the
+    # runner's decision), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure
+    # scheduling, and the bound is not inflated by sources compiled again in every process.
     env.pop("PYTHONPYCACHEPREFIX", None)
-    bytecode.configure(env, str(KERNEL_CACHE / "pytest-bytecode"))
+    prefix = KERNEL_CACHE / "pytest-bytecode"
+    subprocess.run([python, "-I", bytecode.__file__, "compile", str(prefix)], check=True)
+    bytecode.configure(env, str(prefix))
     declared: dict[str, list[str]] = {}
     for label in every:
         source, variant = variant_of(label)
