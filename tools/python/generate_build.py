@@ -223,8 +223,20 @@ def pinned_libraries(out: pathlib.Path, locked: list[str], unchecked: set[str]) 
             f"    deps = {json.dumps([':' + d for d in deps])},\n"
             ")\n"
         )
-    (out / "fingerprint.txt").write_text("pinned lock; see requirements.lock\n")
     return rules
+
+
+def pinned_fingerprint(interpreter: str, content: str) -> str:
+    """The interpreter the pinned venv links to; the packages are keyed by the lock itself.
+
+    `content` (tools/python/env_fingerprint.sh --stdlib-only) covers its binary and stdlib.
+    """
+    return (
+        "pinned lock; see requirements.lock\n"
+        f"interpreter {interpreter}\n"
+        f"python {sys.version.split()[0]}\n"
+        f"binary and stdlib (tools/python/env_fingerprint.sh --stdlib-only) {content}\n"
+    )
 
 
 def host_fingerprint(interpreter: str, content: str) -> str:
@@ -286,7 +298,7 @@ def main() -> None:
     parser.add_argument(
         "--nodeps", type=pathlib.Path, help="pinned mode: packages installed without their deps"
     )
-    parser.add_argument("--content-fingerprint", default="", help="host mode: env_fingerprint.sh")
+    parser.add_argument("--content-fingerprint", default="", help="env_fingerprint.sh's digest")
     args = parser.parse_args()
 
     locked = lock_names(args.lock)
@@ -294,6 +306,11 @@ def main() -> None:
         files = write_venv(args.out, args.interpreter)
         unchecked = set(lock_names(args.nodeps)) if args.nodeps else set()
         rules = pinned_libraries(args.out, locked, unchecked)
+        if not args.content_fingerprint:
+            parser.error("pinned mode needs --content-fingerprint")
+        (args.out / "fingerprint.txt").write_text(
+            pinned_fingerprint(args.interpreter, args.content_fingerprint)
+        )
     else:
         files = write_host_launcher(args.out, args.interpreter)
         if not args.content_fingerprint:
