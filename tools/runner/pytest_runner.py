@@ -4,7 +4,9 @@
 
 Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   XML_OUTPUT_FILE              per-test-case JUnit XML, suite named after TEST_TARGET
-  TEST_TOTAL_SHARDS/_INDEX     this shard's tests (tools/runner/sharding.py);
+  TEST_TOTAL_SHARDS/_INDEX     this shard's tests (tools/runner/sharding.py), from a collection
+                               every shard checks it shares (PYTHONHASHSEED fixed, a second
+                               collection beside the tests: tools/runner/collection.py);
   TEST_SHARD_STATUS_FILE       touched to say sharding is supported
   TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
   TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp,
