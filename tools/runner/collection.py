@@ -14,7 +14,7 @@ different case, one case twice and another never.
   addresses, values may come from a random generator or the host. So each shard of a sharded
   target proves it: the runner collects the file a second time, in a child with another hash
   seed, concurrently with the tests, and compares node id -> parameter reprs with what the test
-  process collected (`Recorder`, before any selection). A difference fails the shard, naming
+  process collected (`recorder`, before any selection). A difference fails the shard, naming
   it: if two processes on one host disagree, shards elsewhere can too. Unsharded targets skip
   it: one process's collection is trivially the one it runs. Cost: one more collection (the
   test module's imports) per shard, in parallel with the tests (bench/collection_check_cost.sh).
@@ -57,18 +57,27 @@ def describe(items) -> dict[str, dict[str, str]]:
     return described
 
 
-class Recorder:
-    """pytest plugin: writes what was collected, before variant, -k or shard selection."""
+def recorder(path: str, run_nothing: bool = False):
+    """pytest plugin: writes what was collected, before any selection (variant, -k, shard).
 
-    def __init__(self, path: str):
-        self.path = path
+    A hook wrapper, so it sees the items before every plugin's selection, whatever their order;
+    with `run_nothing` it then empties the selection (the check's child: not --collect-only,
+    which the runner refuses for tests, and which prints every id).
+    """
+    import pytest  # not at import: the runner's parent process never loads pytest
 
-    def pytest_collection_modifyitems(self, items):
-        with open(self.path + ".tmp", "w") as f:
-            json.dump(describe(items), f)
-        os.replace(self.path + ".tmp", self.path)
+    class Recorder:
+        @pytest.hookimpl(wrapper=True)
+        def pytest_collection_modifyitems(self, items):
+            with open(path + ".tmp", "w") as f:
+                json.dump(describe(items), f)
+            os.replace(path + ".tmp", path)
+            result = yield
+            if run_nothing:
+                items[:] = []
+            return result
 
-    pytest_collection_modifyitems.tryfirst = True
+    return Recorder()
 
 
 def differences(ours: dict, theirs: dict) -> list[str]:
@@ -81,14 +90,6 @@ def differences(ours: dict, theirs: dict) -> list[str]:
     return lines
 
 
-class _RecordAndRunNothing(Recorder):
-    def pytest_collection_modifyitems(self, items):
-        super().pytest_collection_modifyitems(items)
-        items[:] = []  # not --collect-only: the runner refuses it for tests, and it prints all
-
-    pytest_collection_modifyitems.tryfirst = True
-
-
 def collect(out: str, args: list[str]) -> int:
     """The check's child: collects `args` as the test process does, records it, runs nothing.
 
@@ -96,7 +97,7 @@ def collect(out: str, args: list[str]) -> int:
     """
     import pytest
 
-    return int(pytest.main(args, plugins=[_RecordAndRunNothing(out)]))
+    return int(pytest.main(args, plugins=[recorder(out, run_nothing=True)]))
 
 
 class Check:

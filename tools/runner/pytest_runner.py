@@ -152,7 +152,7 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     budget = threads.ThreadBudget.start(env)  # before the tests import torch
     plugins = [selector, completion.Ledger(ledger), budget]
     if selector.total > 1:
-        plugins.append(collection.Recorder(_collection_record(ledger)))
+        plugins.append(collection.recorder(_collection_record(ledger)))
     code = pytest.main(args, plugins=plugins)
     gpu_share.report_peak()
     return _exit_code(code, selector, env)

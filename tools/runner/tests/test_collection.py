@@ -5,6 +5,9 @@ A set's order follows the process's string hash seed, so pytest's positional ids
 and another never.
 """
 
+import json
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -48,9 +51,6 @@ def test_hash_seed_is_fixed_unless_the_user_sets_one(tmp_path, user, want):
 def test_example_set_orders_differ_between_the_two_seeds():
     # Guards the next test's premise: with seeds 0 and 1 the set's order differs.
     script = 'print(list({("relu", "float32"), ("gelu", "float16"), ("tanh", "bfloat16")}))'
-    import subprocess
-    import sys
-
     orders = {
         seed: subprocess.run(
             [sys.executable, "-c", script],
@@ -101,3 +101,32 @@ def test_addresses_do_not_count_as_differences():
 
     a, b = Opaque(), Opaque()
     assert collection._stable_repr(a) == collection._stable_repr(b)
+
+
+def test_the_record_is_taken_before_any_selection(tmp_path):
+    # Variant, -k and shard selection are deterministic functions of the ids; the record must
+    # hold every collected id, whatever order plugins select in.
+    test_file = write_tests(tmp_path, "def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    out = tmp_path / "record.json"
+    code = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tools.runner import collection; "
+            "sys.exit(collection.collect(sys.argv[1], sys.argv[2:]))",
+            str(out),
+            str(test_file),
+            "-k",
+            "test_a",
+            "-p",
+            "no:cacheprovider",
+        ],
+        env=bazel_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert sorted(json.loads(out.read_text())) == [
+        "test_fixture.py::test_a",
+        "test_fixture.py::test_b",
+    ], code.stdout + code.stderr
