@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the runner's shared bytecode cache (tools/runner/bytecode.py) saves a test process whose
+# What bytecode in a PYTHONPYCACHEPREFIX (tools/runner/bytecode.py) saves a test process whose
 # interpreter's torch ships no .pyc (the GPU image): wall of `import torch`, of inductor's CPU
 # vector-ISA check (child processes that import torch) and of the process's first inductor
 # compile after it (a small CPU function; the kernel cache warmed first, so what is left is

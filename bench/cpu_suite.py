@@ -105,8 +105,11 @@ def pypi_env() -> dict:
         / "external"
         / "pypi"
     )
-    env = plain_env.plain_pytest_env("cpu", f"{ROOT}:{external / 'site'}", KERNEL_CACHE / "pytest")
-    return env, str(external / "venv" / "bin" / "python3")
+    python = str(external / "venv" / "bin" / "python3")
+    env = plain_env.plain_pytest_env(
+        "cpu", f"{ROOT}:{external / 'site'}", KERNEL_CACHE / "pytest", python
+    )
+    return env, python
 
 
 def plain_pytest():

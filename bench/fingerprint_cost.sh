@@ -1,21 +1,41 @@
 #!/usr/bin/env bash
-# Cost of the host-interpreter fingerprint (tools/python/env_fingerprint.sh), which tools/bazel
-# runs on every command when TORCH_TEST_PYTHON is set (pinned mode never runs it). Target:
-# <= 0.3 s warm. Prints how many files it stats and the wall and CPU time of N runs in a row;
-# writes bench/results/fingerprint_cost.tsv.
-# Usage: bench/fingerprint_cost.sh [PYTHON] [RUNS]   (default: $TORCH_TEST_PYTHON or python3, 5)
+# Cost of the environment fingerprint (tools/python/env_fingerprint.sh), which tools/bazel runs
+# on every command: of the whole environment in host-interpreter mode (TORCH_TEST_PYTHON), of
+# the interpreter's binary and stdlib in pinned mode. Digests are of content, memoised by stat:
+#   cold   no memo (a fresh XDG_CACHE_HOME): every file read and hashed, as on a new host or
+#          after an image update (the page cache is left as it is)
+#   warm   the memo of the run before: one stat per file (target: <= 1 s, the no-op budget)
+# Prints how many files it covers and the wall and CPU time of N runs of each; writes
+# bench/results/fingerprint_cost.tsv.
+# Usage: bench/fingerprint_cost.sh [PYTHON] [RUNS]   (default: $TORCH_TEST_PYTHON or python3, 3)
 source "$(dirname "$0")/lib.sh"
 python="${1:-${TORCH_TEST_PYTHON:-$(command -v python3)}}"
-runs="${2:-5}"
+runs="${2:-3}"
 RESULTS_FILE="${RESULTS_DIR}/fingerprint_cost.tsv"
 : >"$RESULTS_FILE"
 script=tools/python/env_fingerprint.sh
+memo_root="$(mktemp -d)"
+trap 'rm -rf "$memo_root"' EXIT
 
-# Also warms the page cache, as the first command of a session does for every later one.
-table_row python "$python" records "$("$script" "$python" --records | wc -l)"
-# CPU seconds too: on a shared, loaded host they are the stable part of the wall time.
-table_row run wall_s cpu_s
-for i in $(seq "$runs"); do
-  read -r wall user sys < <({ /usr/bin/time -f '%e %U %S' "$script" "$python" >/dev/null; } 2>&1)
-  table_row "$i" "$wall" "$(echo "$user + $sys" | bc)"
+# timed MODE RUN FLAGS...: one row; CPU seconds too, the stable part of the wall on a loaded host.
+timed() {
+  local mode="$1" run="$2" wall user sys
+  shift 2
+  read -r wall user sys < <({ /usr/bin/time -f '%e %U %S' "$script" "$python" "$@" >/dev/null; } 2>&1)
+  table_row "$mode" "$run" "$wall" "$(echo "$user + $sys" | bc)"
+}
+
+table_row python "$python"
+for scope in host --stdlib-only; do
+  flags=()
+  [[ $scope == host ]] || flags=("$scope")
+  table_row scope "$scope" files "$("$script" "$python" "${flags[@]}" --records | wc -l)"
+  table_row mode run wall_s cpu_s
+  for i in $(seq "$runs"); do
+    XDG_CACHE_HOME="$memo_root/cold$i$scope" timed cold "$i" "${flags[@]}"
+  done
+  export XDG_CACHE_HOME="$memo_root/warm"
+  "$script" "$python" "${flags[@]}" >/dev/null # fills the memo
+  for i in $(seq "$runs"); do timed warm "$i" "${flags[@]}"; done
+  unset XDG_CACHE_HOME
 done

@@ -154,7 +154,7 @@ def plain_pytest(ran: list[str], every: list[str], python: str):
     for index, label in enumerate(ran):
         source, variant = variant_of(label)
         xml = scratch / f"{index}.xml"
-        env = plain_env.plain_pytest_env(variant, str(ROOT), KERNEL_CACHE / "pytest")
+        env = plain_env.plain_pytest_env(variant, str(ROOT), KERNEL_CACHE / "pytest", python)
         env[envvars.DECLARED_VARIANTS] = json.dumps(declared[source])
         cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", source]
         proc, wall = timed([*cmd, f"--junitxml={xml}", "-p", "no:cacheprovider"], env=env)

@@ -8,6 +8,7 @@ of this process's TORCH_TEST_* variables.
 
 import os
 import pathlib
+import subprocess
 
 from tools.hardware import envvars, table
 from tools.runner import bytecode
@@ -16,10 +17,10 @@ ENVVARS_BZL = table.ROOT / "tools" / "hardware" / "envvars.bzl"
 
 
 def plain_pytest_env(
-    variant: str, pythonpath: str, caches: pathlib.Path, **extra: str
+    variant: str, pythonpath: str, caches: pathlib.Path, python: str, **extra: str
 ) -> dict[str, str]:
-    """This process's environment as a plain pytest run of `variant` needs it, kernel and
-    bytecode caches under `caches`; `extra` last."""
+    """This process's environment as a plain pytest run of `variant` with `python` needs it,
+    kernel and bytecode caches under `caches`; `extra` last."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(envvars.PREFIX)}
     env.update(table.read_literals(ENVVARS_BZL)["COMMON_ENV"])
     env.update(table.table()["VARIANTS"][variant]["env"])
@@ -29,10 +30,14 @@ def plain_pytest_env(
     env.update(
         TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"), TRITON_CACHE_DIR=str(caches / "triton")
     )
-    # The same bytecode as Bazel's tests get (the runner's decision, cold like the kernel
-    # cache), not the image's PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling, and
-    # a bound is not inflated by sources compiled again in every process.
+    # The same bytecode as Bazel's tests get (compiled as @pypi's fetch compiles it, where the
+    # interpreter's torch ships none; then the runner's decision), not the image's
+    # PYTHONDONTWRITEBYTECODE: the ratios then measure scheduling, and a bound is not inflated
+    # by sources compiled again in every process.
     env.pop("PYTHONPYCACHEPREFIX", None)
-    bytecode.configure(env, str(caches / "bytecode"))
+    prefix = caches / "bytecode"
+    if not prefix.is_dir():
+        subprocess.run([python, "-I", bytecode.__file__, "compile", str(prefix)], check=True)
+    bytecode.configure(env, str(prefix))
     env.update(extra)
     return env

@@ -131,14 +131,14 @@ def generate(shape: str, n: int, shards: int = 1) -> list[str]:
     return [f"//{PACKAGE}:{name}" for name in names]
 
 
-def pytest_env() -> dict:
-    return plain_env.plain_pytest_env("cpu", str(ROOT), host_suite.KERNEL_CACHE / "scale")
+def pytest_env(python: str) -> dict:
+    return plain_env.plain_pytest_env("cpu", str(ROOT), host_suite.KERNEL_CACHE / "scale", python)
 
 
 def run_pytest(python: str, extra: list[str]) -> tuple[float, str]:
     host_suite.cold_kernel_cache()
     cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider"]
-    proc, wall = host_suite.timed([*cmd, *extra, PACKAGE], env=pytest_env())
+    proc, wall = host_suite.timed([*cmd, *extra, PACKAGE], env=pytest_env(python))
     if proc.returncode:
         raise SystemExit(
             f"{' '.join(cmd + extra)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"

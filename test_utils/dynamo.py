@@ -125,6 +125,28 @@ def recompile_reasons(records: LogRecords) -> list[str]:
     return reasons
 
 
+# A verbose recompile message's header of one cache entry's failures.
+_ENTRY = re.compile(r"^guard \d+ failures:$")
+
+
+def failures_by_entry(message: str) -> dict[str, list[str]]:
+    """A verbose recompile message as {compile id: [failing guards]}, one item per cache entry.
+
+    'guard N failures:' starts an entry's block (recompiles_verbose); its reason lines are
+    '- 0/1: len(x) == 2  # source comment'.
+    """
+    entries: dict[str, list[str]] = {}
+    current = None
+    for raw in message.splitlines()[1:]:
+        line = raw.strip().lstrip("- ").strip()
+        if _ENTRY.match(line):
+            current = []
+        elif current is not None and _REASON.match(line):
+            compile_id = line.split(":", 1)[0]
+            entries.setdefault(compile_id, current).append(guard_text(line))
+    return entries
+
+
 def guard_text(reason: str) -> str:
     """The guard alone: '0/1: len(x) == 2   # source comment' -> 'len(x) == 2'."""
     first_line = reason.splitlines()[0]

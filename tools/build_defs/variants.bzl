@@ -8,7 +8,7 @@ Everything else is derived from VARIANTS and FEATURES:
   torch_test_suites()   one test_suite per variant (tag filters from tag_filter() below)
   .bazelrc              test:<variant> configs (checked by //test_utils/tests:test_hardware_table)
   test_utils/hardware   which variant a test's markers put it in, GPUs to lease (it reads this
-                        file: keep VARIANTS, FEATURES and GPU_ENV plain literals and names)
+                        file: keep VARIANTS, FEATURES, CPU_ENV and GPU_ENV plain literals and names)
 
 Naming follows JAX/XLA (`gpu_h100x2`-style configs, one tag per count): "gpu" is one GPU;
 "multi_gpu" (two GPUs) keeps its name so existing targets and README commands stay valid;
@@ -29,6 +29,17 @@ GPU_ENV = {
     "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
 }
 
+# Every cpu test process: no accelerator is visible, so a cpu target runs the same cases on a GPU
+# host as on a CPU host, and GPU work happens only under a lease (tools/runner/gpu_lease.py sets
+# CUDA_VISIBLE_DEVICES for GPU variants). torch finds CUDA devices through CUDA_VISIBLE_DEVICES
+# and ROCm ones through HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES; empty means none. The host's
+# GPU count (nvidia-smi, TORCH_TEST_HOST_GPUS) is untouched: it is what the lease counts.
+CPU_ENV = {
+    "CUDA_VISIBLE_DEVICES": "",
+    "HIP_VISIBLE_DEVICES": "",
+    "ROCR_VISIBLE_DEVICES": "",
+}
+
 # GPU variants may first wait for the GPU lease (tools/runner/gpu_lease.py) while other GPU
 # tests run; that wait counts against Bazel's timeout, so their default timeout is longer.
 VARIANTS = {
@@ -36,7 +47,7 @@ VARIANTS = {
         "suffix": "",
         "gpus": 0,
         "tags": [],
-        "env": {},
+        "env": CPU_ENV,
         "timeout": None,
         "pool": "cpu",
     },

@@ -33,6 +33,7 @@ HOST_ENV = {
     "LOCK": "TORCH_TEST_LOCK",  # another lock than the pinned one
     "LOCK_SHA256": "TORCH_TEST_LOCK_SHA256",  # its digest (tools/bazel)
     "ENV_FINGERPRINT": "TORCH_TEST_ENV_FINGERPRINT",  # host mode's environment digest
+    "INTERPRETER_FINGERPRINT": "TORCH_TEST_INTERPRETER_FINGERPRINT",  # pinned mode's interpreter
 }
 
 # Every test process (torch_test's targets, and bench/'s plain pytest runs: bench/plain_env.py):

@@ -37,6 +37,7 @@ PYTHON = "TORCH_TEST_PYTHON"  # host-interpreter mode: the tests' Python
 LOCK = "TORCH_TEST_LOCK"  # another lock than the pinned one
 LOCK_SHA256 = "TORCH_TEST_LOCK_SHA256"  # its digest (tools/bazel)
 ENV_FINGERPRINT = "TORCH_TEST_ENV_FINGERPRINT"  # host mode's environment digest
+INTERPRETER_FINGERPRINT = "TORCH_TEST_INTERPRETER_FINGERPRINT"  # pinned mode's interpreter digest
 
 # The names above: what the Starlark twin must agree with.
 NAMES = {

@@ -224,7 +224,6 @@ def pinned_libraries(out: pathlib.Path, locked: list[str], unchecked: set[str]) 
             + "\n  ".join(problems)
         )
     rules = [site_library(out, dists[name], dists, whole_dirs) for name in sorted(dists)]
-    (out / "fingerprint.txt").write_text("pinned lock; see requirements.lock\n")
     write_manifest(out, "lock", {name: dist.version for name, dist in dists.items()}, [])
     return rules
 
@@ -233,6 +232,19 @@ def write_manifest(out: pathlib.Path, mode: str, packages: dict, missing: list[s
     """@pypi//:manifest.json: what the tests get, for tools/gate (no BUILD text to parse)."""
     manifest = {"mode": mode, "packages": dict(sorted(packages.items())), "missing": missing}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def pinned_fingerprint(interpreter: str, content: str) -> str:
+    """The interpreter the pinned venv links to; the packages are keyed by the lock itself.
+
+    `content` (tools/python/env_fingerprint.sh --stdlib-only) covers its binary and stdlib.
+    """
+    return (
+        "pinned lock; see requirements.lock\n"
+        f"interpreter {interpreter}\n"
+        f"python {sys.version.split()[0]}\n"
+        f"binary and stdlib (tools/python/env_fingerprint.sh --stdlib-only) {content}\n"
+    )
 
 
 def host_fingerprint(interpreter: str, content: str) -> str:
@@ -344,13 +356,18 @@ def main() -> None:
     parser.add_argument(
         "--nodeps", type=pathlib.Path, help="pinned mode: packages installed without their deps"
     )
-    parser.add_argument("--content-fingerprint", default="", help="host mode: env_fingerprint.sh")
+    parser.add_argument("--content-fingerprint", default="", help="env_fingerprint.sh's digest")
     args = parser.parse_args()
 
     if args.mode == "pinned":
         files = write_venv(args.out, args.interpreter)
         unchecked = lock.requirement_names(args.nodeps) if args.nodeps else set()
         rules = pinned_libraries(args.out, list(lock.read(args.lock)), unchecked)
+        if not args.content_fingerprint:
+            parser.error("pinned mode needs --content-fingerprint")
+        (args.out / "fingerprint.txt").write_text(
+            pinned_fingerprint(args.interpreter, args.content_fingerprint)
+        )
     else:
         files = write_host_launcher(args.out, args.interpreter)
         if not args.content_fingerprint:

@@ -4,13 +4,15 @@
 
 Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   XML_OUTPUT_FILE              per-test-case JUnit XML, suite named after TEST_TARGET
-  TEST_TOTAL_SHARDS/_INDEX     this shard's tests (tools/runner/sharding.py);
+  TEST_TOTAL_SHARDS/_INDEX     this shard's tests (tools/runner/sharding.py), from a collection
+                               every shard checks it shares (PYTHONHASHSEED fixed, a second
+                               collection beside the tests: tools/runner/collection.py);
   TEST_SHARD_STATUS_FILE       touched to say sharding is supported
   TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
   TORCH_TEST_NODE_IDS          (--test_env) exact node ids to run (tools/runner/node_ids.py)
   TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp,
-                               tools/runner/private_tmp.py); kernel caches and, where torch
-                               ships no bytecode, a bytecode cache are per user in /tmp
+                               tools/runner/private_tmp.py); kernel caches are per user in
+                               /tmp; bytecode is @pypi's, read-only (tools/runner/bytecode.py)
   TEST_UNDECLARED_OUTPUTS_DIR  rank logs of multi-process tests (test_utils.distributed)
   TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
   TEST_TIMEOUT                 becomes the deadline of harness timeouts (TORCH_TEST_DEADLINE)
@@ -46,6 +48,7 @@ import time
 from tools.hardware import envvars, probe, variants
 from tools.runner import (
     bytecode,
+    collection,
     completion,
     gpu_lease,
     gpu_share,
@@ -57,8 +60,8 @@ from tools.runner import (
 
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
 SESSION_FLAG = "--session"
+COLLECTION_FLAG = "--collection-check"
 SHARED_CACHE = f"/tmp/torch_tests_kernel_cache_{os.getuid()}"
-BYTECODE_CACHE = f"{SHARED_CACHE}/bytecode"
 
 
 def _configure_dirs(env, short: str) -> list[str]:
@@ -71,11 +74,11 @@ def _configure_dirs(env, short: str) -> list[str]:
         # and gloo create under TMPDIR.
         env["TMPDIR"] = short
     # Compiled kernels are shared by all tests of this user (not per sandbox): inductor and
-    # triton key their caches by source, torch version and device, and write atomically. So is
-    # bytecode where the interpreter's torch ships none (tools/runner/bytecode.py).
+    # triton key their caches by source, torch version and device, and write atomically.
+    # Bytecode is read-only to tests (tools/runner/bytecode.py).
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", f"{SHARED_CACHE}/inductor")
     env.setdefault("TRITON_CACHE_DIR", f"{SHARED_CACHE}/triton")
-    bytecode.configure(env, BYTECODE_CACHE)
+    bytecode.configure(env, bytecode.precompiled_prefix(env))
     return args
 
 
@@ -164,9 +167,39 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     budget = threads.ThreadBudget.start(env, export=_export_to_ranks)  # before torch's import
     plugins = [selector, completion.Ledger(ledger), budget]
     by_id = node_ids.NodeIdSelector.from_env(env)  # exact re-runs (the gate's)
-    code = pytest.main(args, plugins=plugins + ([by_id] if by_id else []))
+    if by_id:
+        plugins.append(by_id)
+    if selector.total > 1:
+        plugins.append(collection.recorder(_collection_record(ledger)))
+    code = pytest.main(args, plugins=plugins)
     gpu_share.report_peak()
     return _exit_code(code, selector, env)
+
+
+def _collection_record(ledger: str) -> str:
+    """Where the test process records its collection (tools/runner/collection.py)."""
+    return ledger + ".collection"
+
+
+def _collection_args(test_file: str, short: str, user_args: list[str]) -> list[str]:
+    """The second collection's pytest arguments: the tests' own, without Bazel's outputs."""
+    plugins = ["-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider"]
+    return [test_file, f"--basetemp={short}/collection_check", *plugins, *user_args]
+
+
+def _run_checked(child: list[str], env, ledger: str, check_args: list[str], short: str) -> int:
+    """Runs the tests; a sharded target also proves its collection stable (collection.py)."""
+    if int(env.get("TEST_TOTAL_SHARDS", "1")) <= 1:
+        return completion.run_session(child, env, ledger)
+    check = collection.Check(os.path.abspath(__file__), COLLECTION_FLAG, check_args, env, short)
+    try:
+        result = completion.run_session(child, env, ledger)
+        status, why = check.verdict(_collection_record(ledger))
+    finally:
+        check.cancel()
+    if why:
+        print(f"\ntorch_test: FAILED: {why}", file=sys.stderr)
+    return result or status
 
 
 @contextlib.contextmanager
@@ -213,6 +246,8 @@ def deadline_env(env, started: float) -> dict[str, str]:
 def run(argv: list[str], env=os.environ) -> int:
     if argv and argv[0] == SESSION_FLAG:
         return session(argv[1], argv[2:], env)
+    if argv and argv[0] == COLLECTION_FLAG:
+        return collection.collect(argv[1], argv[2:])
     if not argv:
         print("usage: pytest_runner.py TEST_FILE [PYTEST_ARGS...]", file=sys.stderr)
         return 2
@@ -230,21 +265,21 @@ def run(argv: list[str], env=os.environ) -> int:
         pathlib.Path(premature).touch()
     # Only the plugins we name: a host image's pytest plugins must not change what runs.
     child_env.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    child_env.update(collection.hash_seed_env(env))
 
     with private_tmp.private_tmp() as short:
         args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
         ledger = os.path.join(short, "ledger")
         child = [sys.executable, os.path.abspath(__file__), SESSION_FLAG, ledger, *args]
         holder = env.get("TEST_TARGET", argv[0])
+        check_args = _collection_args(argv[0], short, argv[1:])
         try:
             with _gpus_for(variants.current_variant(), child_env, holder) as gpu_env:
                 child_env.update(gpu_env)
-                result = completion.run_session(child, child_env, ledger)
+                result = _run_checked(child, child_env, ledger, check_args, short)
         except gpu_lease.LeaseError as error:
             print(f"GPU lease failed: {error}", file=sys.stderr)
             return 1
-        finally:
-            bytecode.forget_test_dirs(child_env, BYTECODE_CACHE)
     _report_resources(time.time() - started)
     if premature:
         pathlib.Path(premature).unlink(missing_ok=True)

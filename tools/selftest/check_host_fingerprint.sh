@@ -5,6 +5,8 @@
 #   2. re-run after a file of an installed package is patched (same version, new content)
 #   3. re-run after a file is added to site-packages, and after one is removed
 #   4. (cached) when a file's .pyc cache is written (__pycache__ is left out)
+#   5. re-run after edits that keep a file's size and mtime (`touch -r`; `cp -p` of an edited
+#      copy), as rsync -a, tar and image layers with normalised timestamps make them
 # Cheap: the venv has no torch (pip only), the probe imports json. Uses its own output base,
 # so the pinned-mode server and cache are left alone.
 source "$(dirname "$0")/lib.sh"
@@ -36,4 +38,20 @@ expect_line "$(run_probe)" "$(fresh "$probe")" "removed file: probe re-ran"
 say "the interpreter writes .pyc caches"
 "$TORCH_TEST_PYTHON" -c 'import pip._internal.cli.main'
 expect_line "$(run_probe)" "$(cached "$probe")" "__pycache__ writes: still cached"
+
+# same_stat FILE REFERENCE: FILE has REFERENCE's size and mtime (else the case tests nothing).
+same_stat() { [[ $(stat -c '%s %Y' "$1") == $(stat -c '%s %Y' "$2") ]]; }
+say "edits that keep size and mtime"
+target="$site/pip/__init__.py"
+cp -p "$target" "$scratch/reference"
+sed -i 's/# patched by/# PATCHED by/' "$target"
+touch -r "$scratch/reference" "$target"
+same_stat "$target" "$scratch/reference" || fail "touch -r case: size or mtime changed"
+expect_line "$(run_probe)" "$(fresh "$probe")" "touch -r: same size and mtime, probe re-ran"
+cp -p "$target" "$scratch/edited"
+sed -i 's/# PATCHED by/# pAtched by/' "$scratch/edited"
+touch -r "$target" "$scratch/edited"
+cp -p "$scratch/edited" "$target"
+same_stat "$target" "$scratch/reference" || fail "cp -p case: size or mtime changed"
+expect_line "$(run_probe)" "$(fresh "$probe")" "cp -p: same size and mtime, probe re-ran"
 finish

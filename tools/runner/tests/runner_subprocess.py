@@ -24,6 +24,11 @@ _OUR_VARIANT = (
     "TORCH_TEST_HOST_GPUS",
     "PYTHONPYCACHEPREFIX",
     "PYTHONDONTWRITEBYTECODE",
+    # The cpu variant's hiding of accelerators (CPU_ENV in variants.bzl): the runner under test
+    # may simulate a GPU variant.
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
 )
 
 

@@ -1,15 +1,17 @@
-"""Self-tests of the shared bytecode cache (tools/runner/bytecode.py), through the runner."""
+"""Self-tests of the bytecode tests read (tools/runner/bytecode.py), through the runner.
+
+That a test cannot write into @pypi's bytecode (the sandbox mounts it read-only) is checked
+through Bazel by tools/selftest/check_bytecode_poison.sh.
+"""
 
 import os
-import pathlib
 import py_compile
-import shutil
+import subprocess
 import sys
 
 import pytest
 
 from tools.runner import bytecode
-from tools.runner.pytest_runner import BYTECODE_CACHE
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
 # The test process reports, in the file REPORT names, the bytecode prefix Python uses and
@@ -24,23 +26,24 @@ def test_report():
 """
 
 
-@pytest.fixture(autouse=True)
-def _forget_this_tests_dirs():
-    # The runners started here write, into the host's shared cache, entries for this test's
-    # runfiles (the runner's modules) and its TEST_TMPDIR (tmp_path); Bazel's runner for this
-    # test forgets nothing (the pinned torch ships bytecode), so the test removes them itself.
-    yield
-    bytecode.forget_test_dirs({**os.environ, "PYTHONPYCACHEPREFIX": BYTECODE_CACHE}, BYTECODE_CACHE)
-
-
 def _fake_torch(tmp_path, compiled: bool):
     site = tmp_path / "site"
     (site / "torch").mkdir(parents=True)
     source = site / "torch" / "__init__.py"
-    source.write_text("")
+    source.write_text("__version__ = '1.0'\n")
     if compiled:
         py_compile.compile(str(source), doraise=True)
     return site
+
+
+def _fake_pypi(runfiles):
+    """@pypi as the runner finds it: a runfile fingerprint.txt linking to the repository."""
+    repo = runfiles / "output_base_pypi"
+    (repo / bytecode.PREFIX_DIR).mkdir(parents=True)
+    (repo / bytecode.FINGERPRINT).write_text("")
+    (runfiles / "pypi").mkdir(parents=True, exist_ok=True)
+    (runfiles / "pypi" / bytecode.FINGERPRINT).symlink_to(repo / bytecode.FINGERPRINT)
+    return str(repo / bytecode.PREFIX_DIR)
 
 
 def _run_with(tmp_path, site, **extra):
@@ -52,63 +55,70 @@ def _run_with(tmp_path, site, **extra):
     return report.read_text()
 
 
-def test_torch_without_bytecode_gets_the_shared_cache(tmp_path):
+def test_torch_without_bytecode_reads_pypis_and_writes_none(tmp_path):
+    prefix = _fake_pypi(tmp_path)
     out = _run_with(tmp_path, _fake_torch(tmp_path, compiled=False))
-    assert out == f"PREFIX={BYTECODE_CACHE} DONT_WRITE=0"
+    assert out == f"PREFIX={prefix} DONT_WRITE=1"
+
+
+def test_without_pypis_bytecode_tests_write_none(tmp_path):
+    out = _run_with(tmp_path, _fake_torch(tmp_path, compiled=False))
+    assert out == "PREFIX=None DONT_WRITE=1"
 
 
 def test_torch_with_bytecode_keeps_its_own(tmp_path):
+    _fake_pypi(tmp_path)
     out = _run_with(tmp_path, _fake_torch(tmp_path, compiled=True))
     assert out == "PREFIX=None DONT_WRITE=1"
 
 
-def test_torch_tests_own_setting_does_not_stop_the_shared_cache(tmp_path):
-    # torch_test sets PYTHONDONTWRITEBYTECODE=1 for every process; the runner lifts it for its
-    # tests when they get the shared cache.
-    site = _fake_torch(tmp_path, compiled=False)
-    out = _run_with(tmp_path, site, PYTHONDONTWRITEBYTECODE="1")
-    assert out == f"PREFIX={BYTECODE_CACHE} DONT_WRITE=0"
-
-
 def test_users_prefix_wins(tmp_path):
+    _fake_pypi(tmp_path)
     mine = str(tmp_path / "mine")
     out = _run_with(tmp_path, _fake_torch(tmp_path, compiled=False), PYTHONPYCACHEPREFIX=mine)
     assert out == f"PREFIX={mine} DONT_WRITE=0"
 
 
-def test_no_torch_no_cache(tmp_path, monkeypatch):
+def test_no_torch_no_prefix(tmp_path, monkeypatch):
     monkeypatch.setattr(bytecode.importlib.util, "find_spec", lambda name: None)
     env = {}
     assert not bytecode.configure(env, str(tmp_path))
     assert env == {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _cached(source: pathlib.Path) -> pathlib.Path:
-    return pathlib.Path(BYTECODE_CACHE + str(source.parent)) / (
-        f"{source.stem}.{sys.implementation.cache_tag}.pyc"
-    )
+def _compile(site, prefix):
+    argv = [sys.executable, bytecode.__file__, "compile", str(prefix), str(site)]
+    subprocess.run(argv, env={"PYTHONPATH": str(site)}, check=True)
 
 
-def test_test_dirs_entries_are_forgotten(tmp_path, tmp_path_factory):
-    # The test's own sources (under TEST_SRCDIR and TEST_TMPDIR) leave no entry; the packages'
-    # entries stay.
-    site = _fake_torch(tmp_path_factory.mktemp("site"), compiled=False)
-    (site / "package.py").write_text("")
+def test_fetch_compiles_checked_hash_entries_under_the_prefix(tmp_path):
+    site = _fake_torch(tmp_path, compiled=False)
+    prefix = tmp_path / "pycache"
+    _compile(site, prefix)
+    source = site / "torch" / "__init__.py"
+    tag = sys.implementation.cache_tag
+    entry = prefix.joinpath(*source.parent.parts[1:], f"__init__.{tag}.pyc")
+    assert entry.is_file(), sorted(str(p) for p in prefix.rglob("*.pyc"))[:5]
+    flags = int.from_bytes(entry.read_bytes()[4:8], "little")
+    assert flags == 0b11, "a checked-hash pyc (validated against its source on import)"
+    assert not (source.parent / "__pycache__").exists(), "nothing written beside the sources"
+
+
+def test_fetch_compiles_nothing_where_torch_has_bytecode(tmp_path):
+    site = _fake_torch(tmp_path, compiled=True)
+    prefix = tmp_path / "pycache"
+    _compile(site, prefix)
+    assert not prefix.exists()
+
+
+@pytest.mark.parametrize("layout", ["pypi", "legacy"])
+def test_prefix_is_found_through_the_fingerprint_runfile(tmp_path, layout):
+    repo = tmp_path / "output_base" / "external" / "pypi"
+    (repo / bytecode.PREFIX_DIR).mkdir(parents=True)
+    (repo / bytecode.FINGERPRINT).write_text("")
     runfiles = tmp_path / "runfiles"
-    runfiles.mkdir()
-    (runfiles / "helper.py").write_text("")
-    body = "import helper\nimport made_in_tmpdir\nimport package\n" + REPORTS_PREFIX
-    test_file = write_tests(runfiles, body)
-    env = bazel_env(tmp_path, REPORT=tmp_path / "report.txt", TEST_SRCDIR=runfiles)
-    (pathlib.Path(env["TEST_TMPDIR"]) / "made_in_tmpdir.py").write_text("")
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(site), str(runfiles), env["TEST_TMPDIR"], env["PYTHONPATH"]]
-    )
-    try:
-        result = run_runner(test_file, env)
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert _cached(site / "package.py").is_file()
-        assert not pathlib.Path(BYTECODE_CACHE + str(runfiles)).exists()
-        assert not pathlib.Path(BYTECODE_CACHE + env["TEST_TMPDIR"]).exists()
-    finally:
-        shutil.rmtree(BYTECODE_CACHE + str(site), ignore_errors=True)
+    where = runfiles / ("pypi" if layout == "pypi" else "ws/external/pypi")
+    where.mkdir(parents=True)
+    (where / bytecode.FINGERPRINT).symlink_to(repo / bytecode.FINGERPRINT)
+    env = {"TEST_SRCDIR": str(runfiles), "TEST_WORKSPACE": "ws"}
+    assert bytecode.precompiled_prefix(env) == str(repo / bytecode.PREFIX_DIR)

@@ -1,0 +1,132 @@
+"""Shards partition one stable collection (tools/runner/collection.py), through the real runner.
+
+A set's order follows the process's string hash seed, so pytest's positional ids over it
+(`case0`, ...) name different cases in different processes: shards could run one case twice
+and another never.
+"""
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tools.runner import collection
+from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
+
+# The issue's example: parameters pytest cannot print, over a set; gelu fails.
+OVER_A_SET = """
+import pytest
+
+@pytest.mark.parametrize(
+    "case", {("relu", "float32"), ("gelu", "float16"), ("tanh", "bfloat16")}
+)
+def test_activation(case):
+    assert case[0] != "gelu"
+"""
+OVER_A_LIST = OVER_A_SET.replace("{(", "[(").replace(")}", ")]").replace('!= "gelu"', "")
+SEED = """
+import os
+
+def test_seed():
+    assert os.environ.get("PYTHONHASHSEED") == {want!r}
+"""
+
+
+def cases(path) -> list[str]:
+    return [c.get("name") for c in ET.parse(path).getroot().iter("testcase")]
+
+
+@pytest.mark.parametrize("user, want", [(None, "0"), ("7", "7")])
+def test_hash_seed_is_fixed_unless_the_user_sets_one(tmp_path, user, want):
+    extra = {"PYTHONHASHSEED": user} if user else {}
+    env = bazel_env(tmp_path, **extra)
+    if not user:
+        env.pop("PYTHONHASHSEED", None)
+    result = run_runner(write_tests(tmp_path, SEED.format(want=want)), env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_example_set_orders_differ_between_the_two_seeds():
+    # Guards the next test's premise: with seeds 0 and 1 the set's order differs.
+    script = 'print(list({("relu", "float32"), ("gelu", "float16"), ("tanh", "bfloat16")}))'
+    orders = {
+        seed: subprocess.run(
+            [sys.executable, "-c", script],
+            env={"PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("0", "1")
+    }
+    assert orders["0"] != orders["1"]
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_positional_ids_over_a_set_fail_every_shard_naming_them(tmp_path, index):
+    env = bazel_env(tmp_path, TEST_TOTAL_SHARDS=2, TEST_SHARD_INDEX=index)
+    result = run_runner(write_tests(tmp_path, OVER_A_SET), env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "collection differs between two processes" in result.stderr, result.stderr
+    assert "test_fixture.py::test_activation[case0] is {'case':" in result.stderr
+
+
+def test_a_stable_collection_is_partitioned(tmp_path):
+    test_file = write_tests(tmp_path, OVER_A_LIST)
+    seen = []
+    for index in range(2):
+        env = bazel_env(tmp_path, TEST_TOTAL_SHARDS=2, TEST_SHARD_INDEX=index)
+        result = run_runner(test_file, env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "collection differs" not in result.stderr
+        seen += cases(tmp_path / "test.xml")
+    assert sorted(seen) == [f"test_activation[case{i}]" for i in range(3)]
+
+
+def test_differences_name_missing_and_changed_ids():
+    ours = {"a[x0]": {"x": "1"}, "b": {}}
+    theirs = {"a[x0]": {"x": "2"}, "c": {}}
+    assert collection.differences(ours, theirs) == [
+        "only with this shard's seed: b",
+        "only with the other seed: c",
+        "a[x0] is {'x': '1'} here, {'x': '2'} with the other seed",
+    ]
+
+
+def test_addresses_do_not_count_as_differences():
+    class Opaque:
+        pass
+
+    a, b = Opaque(), Opaque()
+    assert collection._stable_repr(a) == collection._stable_repr(b)
+
+
+def test_the_record_is_taken_before_any_selection(tmp_path):
+    # Variant, -k and shard selection are deterministic functions of the ids; the record must
+    # hold every collected id, whatever order plugins select in.
+    test_file = write_tests(tmp_path, "def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    out = tmp_path / "record.json"
+    code = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tools.runner import collection; "
+            "sys.exit(collection.collect(sys.argv[1], sys.argv[2:]))",
+            str(out),
+            str(test_file),
+            "-k",
+            "test_a",
+            "-p",
+            "no:cacheprovider",
+        ],
+        env=bazel_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert sorted(json.loads(out.read_text())) == [
+        "test_fixture.py::test_a",
+        "test_fixture.py::test_b",
+    ], code.stdout + code.stderr

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# No test can change the code a later target runs through the bytecode tests read
+# (tools/runner/bytecode.py). Host-interpreter mode with a throw-away venv whose torch (a
+# stand-in, version 1.0.0) ships no bytecode, as the GPU image's does:
+#   1. //tools/selftest:probe_bytecode_forge writes an entry for torch/__init__.py where its
+#      interpreter looks for bytecode, headed like the real one (so Python's mtime/size or
+#      source-hash validation accepts it), saying torch is 6.66.6
+#   2. //tools/selftest:probe_bytecode_victim, a different target run afterwards, must import
+#      torch 1.0.0
+# Cheap: the venv has pytest and the stand-in only. Own output base; removed on exit.
+source "$(dirname "$0")/lib.sh"
+scratch="$(mktemp -d /tmp/torch_test_poison.XXXXXX)"
+host_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
+trap '"$BAZEL" --output_base="$scratch/output_base" shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+
+python3 -m venv "$scratch/venv"
+export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
+PYTHONDONTWRITEBYTECODE=1 "$TORCH_TEST_PYTHON" -m pip install -q --no-compile pytest >/dev/null 2>&1 ||
+  { fail "pip install pytest into the venv"; finish; }
+site="$("$TORCH_TEST_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+mkdir -p "$site/torch" "$site/torch-1.0.0.dist-info"
+printf 'from . import cuda, version\n__version__ = "1.0.0"\n' >"$site/torch/__init__.py"
+echo 'cuda = None' >"$site/torch/version.py"
+printf 'def is_initialized():\n    return False\n' >"$site/torch/cuda.py" # the runner asks
+printf 'Metadata-Version: 2.1\nName: torch\nVersion: 1.0.0\n' >"$site/torch-1.0.0.dist-info/METADATA"
+
+say "a test forges torch's bytecode; a later target imports torch"
+out="$(host_bazel test --test_output=all //tools/selftest:probe_bytecode_forge 2>&1 || true)"
+expect_line "$out" "$(fresh //tools/selftest:probe_bytecode_forge)" "the forging test ran"
+grep -E "forged|could not forge" <<<"$out" | head -2 || true
+out="$(host_bazel test --test_output=errors //tools/selftest:probe_bytecode_victim 2>&1 || true)"
+expect_line "$out" "$(fresh //tools/selftest:probe_bytecode_victim)" "the later target imported the real torch"
+grep -E "imported forged" <<<"$out" | head -2 || true
+finish
