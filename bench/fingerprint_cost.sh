@@ -22,7 +22,7 @@ timed() {
   local mode="$1" run="$2" wall user sys
   shift 2
   read -r wall user sys < <({ /usr/bin/time -f '%e %U %S' "$script" "$python" "$@" >/dev/null; } 2>&1)
-  table_row "$mode" "$run" "$wall" "$(echo "$user + $sys" | bc)"
+  table_row "$mode" "$run" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
 }
 
 table_row python "$python"

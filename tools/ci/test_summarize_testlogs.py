@@ -6,6 +6,7 @@ import tempfile
 import unittest
 
 from tools.ci import summarize_testlogs
+from tools.results import junit
 
 LABEL = "//pkg:t"
 
@@ -29,7 +30,20 @@ def _result(shard: int, uri: str) -> str:
     )
 
 
+def _case(outcome: str, declared=None, not_applicable=None):
+    return junit.Case("m", "t", "f", outcome, 0.0, "", declared, not_applicable)
+
+
 class SummarizeTest(unittest.TestCase):
+    def test_accepted_skips_are_counted_by_why(self):
+        column = summarize_testlogs._column
+        self.assertEqual(column(_case("skipped", declared="skip: r")), "declared")
+        self.assertEqual(column(_case("xfail", declared="fail: r")), "declared")
+        self.assertEqual(column(_case("skipped", not_applicable="needs mps")), "n/a")
+        self.assertEqual(column(_case("skipped")), "skipped")
+        self.assertEqual(column(_case("xfail")), "xfail")
+        self.assertEqual(column(_case("xpass")), "failed")
+
     def test_counts_only_the_invocations_files(self):
         with tempfile.TemporaryDirectory() as tmp:
             base = pathlib.Path(tmp, "pkg", "t")

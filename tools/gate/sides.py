@@ -171,7 +171,8 @@ print(json.dumps({re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
 def packages(side: Side) -> dict:
     """{normalized name: version} of a side: its lock's pins, or what its interpreter has.
 
-    The one reader of a side's packages (the lock work's @pypi//:manifest.json can replace it).
+    The one reader of a side's packages: a lock's pins, or all a venv holds (the manifest of
+    @pypi lists only the lock's packages, not what else a candidate venv brings).
     """
     if side.kind != "python":
         return _lock_pins(side.path)

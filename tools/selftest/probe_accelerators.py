@@ -11,10 +11,11 @@ import os
 import torch
 
 from test_utils import hardware
+from tools.hardware import probe
 
 
 def test_cpu_target_sees_no_cuda():
-    assert hardware.host_gpu_count() > 0, "this host has no GPU: run me on a GPU host"
+    assert probe.host_gpu_count() > 0, "this host has no GPU: run me on a GPU host"
     assert not torch.cuda.is_available(), (
         f"cpu target sees {torch.cuda.device_count()} CUDA device(s), "
         f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}"
