@@ -56,11 +56,16 @@ def compile_into(prefix: str, dirs: list[str] | None = None) -> bool:
     if dirs is None:
         here = os.path.dirname(os.path.realpath(__file__))  # on sys.path as the script's folder
         dirs = sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)} - {here})
-    argv = [sys.executable, "-I", "-X", f"pycache_prefix={os.path.abspath(prefix)}"]
-    argv += ["-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "checked-hash", *dirs]
+    # The prefix goes in the environment, not `-X pycache_prefix`: from Python 3.12 compileall's
+    # workers are forkserver children, which get neither -X options nor (under -I) the
+    # environment, and wrote the bytecode beside the sources instead. A clean environment and
+    # -s (no user site, passed on to the workers) keep sys.path the interpreter's own.
+    argv = [sys.executable, "-s", "-m", "compileall", "-q", "-j", "0"]
+    argv += ["--invalidation-mode", "checked-hash", *dirs]
+    env = {"PYTHONHASHSEED": "0", "PYTHONPYCACHEPREFIX": os.path.abspath(prefix)}
     # A few files never compile (Python 2 leftovers in packages): Python compiles them in
     # memory when imported, as without a cache.
-    subprocess.run(argv, stdout=subprocess.DEVNULL, check=False, env={"PYTHONHASHSEED": "0"})
+    subprocess.run(argv, stdout=subprocess.DEVNULL, check=False, env=env)
     return True
 
 
