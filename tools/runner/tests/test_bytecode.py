@@ -32,7 +32,10 @@ def _fake_torch(tmp_path, compiled: bool):
     source = site / "torch" / "__init__.py"
     source.write_text("__version__ = '1.0'\n")
     if compiled:
-        py_compile.compile(str(source), doraise=True)
+        # Beside the source, as a wheel ships it: not where this process's own prefix (the
+        # runner gives tests @pypi's read-only bytecode where torch has none) would put it.
+        cfile = source.parent / "__pycache__" / f"__init__.{sys.implementation.cache_tag}.pyc"
+        py_compile.compile(str(source), cfile=str(cfile), doraise=True)
     return site
 
 
