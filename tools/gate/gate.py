@@ -143,8 +143,7 @@ class Gate:
         if code not in RESULT_EXITS or not events.is_file():
             say(f"{name}: bazel test exited {code}; see {self.out / name}.bazel.log")
             sys.exit(EXIT_BAZEL)
-        read = {k: t for k, t in bep.read(events).items() if not excluded(k, targets)}
-        targets_read = keep_evidence(read, self.out, name)
+        targets_read = keep_evidence(bep.read(events), self.out, name)
         exec_root = bep.exec_root(events)
         cached = sum(t.cached for t in targets_read.values())
         wall = time.monotonic() - start
@@ -209,26 +208,6 @@ class Gate:
         """Every candidate target `times` more times: cases failing in any run (flakes)."""
         extra = [f"--runs_per_test={times}", "--nocache_test_results"]
         return self.run(side, targets, "repeat", extra)
-
-
-def excluded(label: str, patterns: list[str]) -> bool:
-    """Whether a negative pattern (`-//pkg:t`, `-//pkg:all`, `-//pkg/...`) leaves `label` out.
-
-    Bazel 4.2.3 still reports an incompatible target that a negative pattern excludes (SKIPPED,
-    on a side without the target's package only), which would read as "ran on one side only".
-    """
-    package, _, _ = label.partition(":")
-    for pattern in patterns:
-        if not pattern.startswith("-"):
-            continue
-        negative = pattern[1:]
-        if negative.endswith("/..."):
-            root = negative.removesuffix("/...")
-            if package == root or package.startswith(root + "/"):
-                return True
-        elif negative in (label, package + ":all", package + ":*"):
-            return True
-    return False
 
 
 def keep_evidence(targets: dict, out: pathlib.Path, name: str) -> dict:

@@ -283,17 +283,6 @@ class CompareTest(unittest.TestCase):
         )
 
 
-class ExcludedTest(unittest.TestCase):
-    def test_negative_patterns_leave_their_targets_out(self):
-        patterns = ["//...", "-//dynamo_tests:test_torchrec", "-//a/...", "-//b:all"]
-        self.assertTrue(gate.excluded("//dynamo_tests:test_torchrec", patterns))
-        self.assertTrue(gate.excluded("//a/c:t", patterns))
-        self.assertTrue(gate.excluded("//b:t", patterns))
-        self.assertFalse(gate.excluded("//dynamo_tests:test_aot_autograd", patterns))
-        self.assertFalse(gate.excluded("//ab:t", patterns))
-        self.assertFalse(gate.excluded("//b/c:t", patterns))
-
-
 class VerdictTest(unittest.TestCase):
     def test_consistent_flaky_and_not_confirmed(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -138,6 +138,7 @@ def parse(lines) -> dict[str, Target]:
     announced: set[str] = set()  # a testSummary child was announced: Bazel meant to test it
     summarized: set[str] = set()
     incompatible: set[str] = set()  # named explicitly, incompatible with the platform
+    patterns: list[str] = []  # the invocation's target patterns
 
     def target(label: str) -> Target:
         return targets.setdefault(label, Target(label))
@@ -147,7 +148,9 @@ def parse(lines) -> dict[str, Target]:
             continue
         event = json.loads(line)
         kind, event_id = next(iter(event["id"].items()))
-        if kind == "progress":
+        if kind == "pattern":
+            patterns += event_id.get("pattern", [])
+        elif kind == "progress":
             incompatible.update(EXPLICIT_INCOMPATIBLE.findall(event["progress"].get("stderr", "")))
         elif kind == "targetConfigured":
             if "testSize" in event.get("configured", {}):
@@ -196,8 +199,26 @@ def parse(lines) -> dict[str, Target]:
         if targets[label].status == NO_STATUS and not targets[label].attempts:
             targets[label].status = SKIPPED
     # Targets completed without test children (e.g. left out by --test_tag_filters) were never
-    # added: Bazel does not list them either.
-    return dict(sorted(targets.items()))
+    # added: Bazel does not list them either. Nor is a target the patterns exclude, which Bazel
+    # 4.2.3 still reports SKIPPED when it is incompatible (`//... -//x:t` on a host without t's
+    # package).
+    return {k: t for k, t in sorted(targets.items()) if not excluded(k, patterns)}
+
+
+def excluded(label: str, patterns: list[str]) -> bool:
+    """Whether a negative pattern (`-//pkg:t`, `-//pkg:all`, `-//pkg/...`) leaves `label` out."""
+    package, _, _ = label.partition(":")
+    for pattern in patterns:
+        if not pattern.startswith("-"):
+            continue
+        negative = pattern[1:]
+        if negative.endswith("/..."):
+            root = negative.removesuffix("/...")
+            if package == root or package.startswith(root + "/"):
+                return True
+        elif negative in (label, package + ":all", package + ":*"):
+            return True
+    return False
 
 
 def exec_root(path) -> pathlib.Path | None:

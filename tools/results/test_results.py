@@ -71,6 +71,12 @@ class BepTest(unittest.TestCase):
             },
         )
 
+    def test_incompatible_target_a_negative_pattern_excludes_is_no_result(self):
+        # `bazel test -- //... -//dynamo_tests:test_torchrec` where torchrec is missing (host
+        # mode): Bazel 4.2.3 still configures the excluded target and aborts it as SKIPPED
+        # (events of that target, from the gate's candidate run).
+        self.assertEqual(_read("excluded_incompatible"), {})
+
     def test_build_failure_and_no_status(self):
         targets = _read("failed_to_build")
         # The failed genrule //fixture:broken is no test: only the tests are listed.
@@ -207,6 +213,17 @@ class TimeoutTest(unittest.TestCase):
 
     def test_a_log_without_sigterm_is_no_hang(self):
         self.assertIsNone(runner_log.hang("collected 1 item\nt.py .   [100%]\n"))
+
+
+class ExcludedTest(unittest.TestCase):
+    def test_negative_patterns_leave_their_targets_out(self):
+        patterns = ["//...", "-//dynamo_tests:test_torchrec", "-//a/...", "-//b:all"]
+        self.assertTrue(bep.excluded("//dynamo_tests:test_torchrec", patterns))
+        self.assertTrue(bep.excluded("//a/c:t", patterns))
+        self.assertTrue(bep.excluded("//b:t", patterns))
+        self.assertFalse(bep.excluded("//dynamo_tests:test_aot_autograd", patterns))
+        self.assertFalse(bep.excluded("//ab:t", patterns))
+        self.assertFalse(bep.excluded("//b/c:t", patterns))
 
 
 if __name__ == "__main__":
