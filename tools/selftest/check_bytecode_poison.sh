@@ -9,9 +9,7 @@
 #      torch 1.0.0
 # Cheap: the venv has pytest and the stand-in only. Own output base; removed on exit.
 source "$(dirname "$0")/lib.sh"
-scratch="$(mktemp -d /tmp/torch_test_poison.XXXXXX)"
-host_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
-trap '"$BAZEL" --output_base="$scratch/output_base" shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+private_output_base torch_test_poison
 
 python3 -m venv "$scratch/venv"
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
@@ -25,10 +23,10 @@ printf 'def is_initialized():\n    return False\n' >"$site/torch/cuda.py" # the 
 printf 'Metadata-Version: 2.1\nName: torch\nVersion: 1.0.0\n' >"$site/torch-1.0.0.dist-info/METADATA"
 
 say "a test forges torch's bytecode; a later target imports torch"
-out="$(host_bazel test --test_output=all //tools/selftest:probe_bytecode_forge 2>&1 || true)"
+out="$(private_bazel test --test_output=all //tools/selftest:probe_bytecode_forge 2>&1 || true)"
 expect_line "$out" "$(fresh //tools/selftest:probe_bytecode_forge)" "the forging test ran"
 grep -E "forged|could not forge" <<<"$out" | head -2 || true
-out="$(host_bazel test --test_output=errors //tools/selftest:probe_bytecode_victim 2>&1 || true)"
+out="$(private_bazel test --test_output=errors //tools/selftest:probe_bytecode_victim 2>&1 || true)"
 expect_line "$out" "$(fresh //tools/selftest:probe_bytecode_victim)" "the later target imported the real torch"
 grep -E "imported forged" <<<"$out" | head -2 || true
 finish

@@ -10,15 +10,13 @@
 # Cheap: the venv has no torch (pip only), the probe imports json. Uses its own output base,
 # so the pinned-mode server and cache are left alone.
 source "$(dirname "$0")/lib.sh"
-scratch="$(mktemp -d /tmp/torch_test_host_fp.XXXXXX)"
-host_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
-trap '"$BAZEL" --output_base="$scratch/output_base" shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+private_output_base torch_test_host_fp
 
 python3 -m venv "$scratch/venv"
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
 site="$("$TORCH_TEST_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 probe=//tools/selftest:probe_plain
-run_probe() { host_bazel test "$probe" 2>&1 || true; }
+run_probe() { private_bazel test "$probe" 2>&1 || true; }
 
 say "baseline on the host interpreter"
 expect_line "$(run_probe)" "$(fresh "$probe")" "probe ran on the host interpreter"

@@ -8,10 +8,7 @@
 #     fingerprint and re-runs the tests.
 # Uses its own output base, so the pinned-mode server and cache are left alone.
 source "$(dirname "$0")/lib.sh"
-scratch="$(mktemp -d /tmp/torch_test_host_mode.XXXXXX)"
-# --symlink_prefix=/: leave the workspace's bazel-* links pointing at the main output base.
-host_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
-trap '"$BAZEL" --output_base="$scratch/output_base" shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+private_output_base torch_test_host_mode
 
 say "a host image: venv with torch 2.13.0 and pytest (no torchrec, no tqdm, no expecttest)"
 python3 -m venv "$scratch/venv"
@@ -19,7 +16,7 @@ python3 -m venv "$scratch/venv"
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
 targets=(//tools/selftest:all //dynamo_tests:all //test_utils/tests:test_torch_testing)
 
-out="$(host_bazel test "${targets[@]}" 2>&1)" || true
+out="$(private_bazel test "${targets[@]}" 2>&1)" || true
 expect_line "$out" "$(fresh //dynamo_tests:test_recompile_ux)" "torch test ran on the host interpreter"
 expect_line "$out" "$(fresh //tools/selftest:probe_plain)" "probe ran on the host interpreter"
 expect_line "$out" "^//dynamo_tests:test_torchrec +SKIPPED" "torchrec missing: its test is SKIPPED"
@@ -33,12 +30,12 @@ expect_line "$(tr -d ' \n' <<<"$manifest")" '"missing":\[[^]]*"fbgemm-gpu-cpu"' 
 expect_line "$(cat "$scratch"/output_base/external/pypi/fingerprint.txt)" "^torch 2\.13\.0" \
   "fingerprint records torch"
 
-out="$(host_bazel test "${targets[@]}" 2>&1)" || true
+out="$(private_bazel test "${targets[@]}" 2>&1)" || true
 expect_line "$out" "$(cached //dynamo_tests:test_recompile_ux)" "unchanged image: cached"
 
 say "the image changes: one more package"
 "$scratch/venv/bin/pip" install -q six
-out="$(host_bazel test "${targets[@]}" 2>&1)" || true
+out="$(private_bazel test "${targets[@]}" 2>&1)" || true
 expect_line "$out" "$(fresh //dynamo_tests:test_recompile_ux)" "changed fingerprint: torch test re-ran"
 expect_line "$out" "$(fresh //tools/selftest:probe_plain)" "changed fingerprint: probe re-ran"
 finish

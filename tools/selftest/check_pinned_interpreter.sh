@@ -10,9 +10,7 @@
 # Cheap: a small lock (pytest and its dependencies, hashes from the pinned lock) through
 # TORCH_TEST_LOCK, in its own output base, so the workspace's server and @pypi are left alone.
 source "$(dirname "$0")/lib.sh"
-scratch="$(mktemp -d /tmp/torch_test_pinned_interp.XXXXXX)"
-pinned_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
-trap 'pinned_bazel shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+private_output_base torch_test_pinned_interp
 
 # A copy of the Python prefix: binary and stdlib (no tests, no site-packages but pip, which the
 # fetch runs). Python finds its stdlib beside the binary it was started as.
@@ -37,7 +35,7 @@ for block in re.split(r"\n(?=\S)", open(sys.argv[1]).read()):
 PY
 export TORCH_TEST_LOCK="$scratch/small.lock"
 probe=//tools/selftest:probe_plain
-run_probe() { pinned_bazel test "$probe" 2>&1 || true; }
+run_probe() { private_bazel test "$probe" 2>&1 || true; }
 
 say "baseline on the copied interpreter"
 expect_line "$(run_probe)" "$(fresh "$probe")" "probe ran"

@@ -4,6 +4,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 readonly BAZEL="${BAZEL:-tools/bazel}"
 failures=0
 
+# private_output_base NAME: a throw-away folder $scratch (/tmp/NAME.XXXXXX) whose output base
+# keeps this check's Bazel server and cache apart from the workspace's; both go on exit.
+# private_bazel COMMAND ARGS...: Bazel on that output base (--symlink_prefix=/: the workspace's
+# bazel-* links keep pointing at the main output base).
+private_output_base() {
+  scratch="$(mktemp -d "/tmp/$1.XXXXXX")"
+  trap '"$BAZEL" --output_base="$scratch/output_base" shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+}
+private_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
+
 say() { printf '\n== %s\n' "$*"; }
 pass() { echo "ok: $*"; }
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
