@@ -27,12 +27,17 @@ RESULTS_DIR/host_suite.md (default bench/results):
            8 slots): only tests that cannot share count one after another, as the policy
            runs them.
 
+--compare NAME=FLAGS (repeatable) adds one more cold Bazel run with those flags after the
+defaults, on the same record and bound: a lever's before/after side by side. --no-pytest skips
+plain pytest and the bound (quick experiments).
+
 Goals (issue 16): bazel <= 1.1 x bound and <= 0.35 x pytest on a 16-core 1-GPU host.
 
 Environment (smoke tests): HOST_SUITE_TARGETS (space-separated, default the two packages),
 BAZEL_STARTUP (e.g. --output_base=/tmp/ob, to keep a pinned output base apart).
 """
 
+import argparse
 import json
 import os
 import pathlib
@@ -185,7 +190,7 @@ def runner_lines(targets: dict[str, bep.Target], *patterns: str) -> list[str]:
 
 
 _SLOTS = re.compile(r"\((?:shared|whole): .*?(\d+) of (\d+) slots")
-_EXPLICIT = re.compile(r"TORCH_TEST_SLOTS_PER_GPU=(\d+)")
+_EXPLICIT = re.compile(rf"{envvars.SLOTS_PER_GPU}=(\d+)")
 
 
 def gpu_share_of(lease_line: str) -> float:
@@ -219,7 +224,45 @@ def gpu_occupancy(lease_lines: list[str], cases, rows, start: float) -> float:
     )
 
 
-def main() -> int:
+def bazel_phase(name: str, flags: list[str]):
+    """One cold `tools/bazel test` of the suite: (wall, exit code, {label: Target})."""
+    cold_kernel_cache()
+    events = RESULTS / f"host_suite{name}.bep.json"
+    run, wall = bazel(
+        "test", "--nocache_test_results", f"--build_event_json_file={events}", *flags, *TARGETS
+    )
+    (RESULTS / f"host_suite{name}_bazel.log").write_text(run.stdout + run.stderr)
+    targets = bep.read(events)
+    log(f"bazel {' '.join(flags) or 'default'}: {wall:.1f} s, exit {run.returncode}")
+    return wall, run.returncode, targets, events
+
+
+def shard_rows(targets: dict[str, bep.Target]) -> list[str]:
+    return [
+        f"| `{label}` | {a.shard} of {target.shard_count} | {a.duration_s:.1f} |"
+        for label, target in sorted(targets.items())
+        for a in target.final_attempts()
+    ]
+
+
+def parse_options(argv: list[str]):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="NAME=FLAGS",
+        help="one more cold Bazel run with these flags (space-separated), e.g. "
+        "'one-worker=--test_env=TORCHINDUCTOR_COMPILE_THREADS=1': a lever's before/after",
+    )
+    parser.add_argument(
+        "--no-pytest", action="store_true", help="Bazel runs only: no plain pytest, no bound"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_options(sys.argv[1:] if argv is None else argv)
     python = os.environ.get(envvars.PYTHON)
     if not python:
         print("set TORCH_TEST_PYTHON to the interpreter with torch (host mode)", file=sys.stderr)
@@ -234,27 +277,32 @@ def main() -> int:
     log(f"build (server start, analysis, runfiles): {build_wall:.0f} s")
     recorded = record_peaks_if_missing()
 
-    cold_kernel_cache()
-    events = RESULTS / "host_suite.bep.json"
-    run, bazel_wall = bazel(
-        "test", "--nocache_test_results", f"--build_event_json_file={events}", *TARGETS
-    )
-    (RESULTS / "host_suite_bazel.log").write_text(run.stdout + run.stderr)
-    targets = bep.read(events)
+    bazel_wall, code, targets, events = bazel_phase("", [])
     results = {label: target.status for label, target in targets.items()}
     ran = sorted(label for label, status in results.items() if status != bep.SKIPPED)
-    log(f"bazel default: {bazel_wall:.1f} s, exit {run.returncode}: {results}")
-    log(f"this host's record: {record(events)}")
+    log(f"bazel default results: {results}")
     runner = runner_lines(targets, "torch_test threads:", "torch_test lease:")
+    levers = []
+    for index, entry in enumerate(options.compare):
+        name, _, flags = entry.partition("=")
+        wall, lever_code, lever_targets, _ = bazel_phase(f"_{index}", flags.split())
+        statuses = sorted({t.status for t in lever_targets.values()})
+        levers.append((name, flags, wall, lever_code, statuses, lever_targets))
+    # After the levers, which must run on the same record (shard packing, GPU sharing).
+    log(f"this host's record: {record(events)}")
 
-    rows, cases = plain_pytest(ran, sorted(targets), python)
-    pytest_wall = sum(wall for _, _, wall, _ in rows)
-    start = interpreter_start(python)
-    longest = max((seconds for _, _, seconds in cases), default=0.0) + start
-    leases = [line for line in runner if "torch_test lease:" in line]
-    gpu_work = gpu_occupancy(leases, cases, rows, start) / gpus if gpus else 0.0
-    spread = (sum(s for _, _, s in cases) + start * len(rows)) / cores
-    bound = max(longest, gpu_work, spread)
+    if options.no_pytest:
+        rows, cases, pytest_wall, start, bound = [], [], float("nan"), 0.0, float("nan")
+        longest = gpu_work = spread = float("nan")
+    else:
+        rows, cases = plain_pytest(ran, sorted(targets), python)
+        pytest_wall = sum(wall for _, _, wall, _ in rows)
+        start = interpreter_start(python)
+        longest = max((seconds for _, _, seconds in cases), default=0.0) + start
+        leases = [line for line in runner if "torch_test lease:" in line]
+        gpu_work = gpu_occupancy(leases, cases, rows, start) / gpus if gpus else 0.0
+        spread = (sum(s for _, _, s in cases) + start * len(rows)) / cores
+        bound = max(longest, gpu_work, spread)
 
     lines = [
         "# Suite on this host (host-interpreter mode): Bazel defaults vs plain pytest vs bound",
@@ -266,21 +314,37 @@ def main() -> int:
         f"| plain pytest, serial | {pytest_wall:.1f} | {pytest_wall / bound:.2f} | 1 |",
         f"| `tools/bazel test` (defaults) | {bazel_wall:.1f} | {bazel_wall / bound:.2f} "
         f"| {bazel_wall / pytest_wall:.2f} |",
+        *[
+            f"| {name}: `{flags}` | {wall:.1f} | {wall / bound:.2f} | {wall / pytest_wall:.2f} |"
+            for name, flags, wall, _, _, _ in levers
+        ],
         f"| bound | {bound:.1f} | 1 | {bound / pytest_wall:.2f} |",
         "",
         f"- bound = max(longest case + start {longest:.1f}, GPU occupancy / GPUs {gpu_work:.1f}, "
         f"all work / cores {spread:.1f}); interpreter start {start:.1f} s",
         f"- goals: bazel <= 1.1 x bound ({bazel_wall / bound:.2f}), "
         f"<= 0.35 x pytest ({bazel_wall / pytest_wall:.2f})",
-        f"- bazel exit {run.returncode}; results: "
+        f"- bazel exit {code}; results: "
         + ", ".join(f"{k} {v}" for k, v in sorted(results.items())),
+        *[
+            f"- {name}: exit {lever_code}, statuses {', '.join(statuses)}"
+            for name, _, _, lever_code, statuses, _ in levers
+        ],
         "",
         "| target | shard | s |",
         "| --- | ---: | ---: |",
+        *shard_rows(targets),
         *[
-            f"| `{label}` | {a.shard} of {target.shard_count} | {a.duration_s:.1f} |"
-            for label, target in sorted(targets.items())
-            for a in target.final_attempts()
+            line
+            for name, flags, _, _, _, lever_targets in levers
+            for line in [
+                "",
+                f"{name} (`{flags}`):",
+                "",
+                "| target | shard | s |",
+                "| --- | ---: | ---: |",
+                *shard_rows(lever_targets),
+            ]
         ],
         "",
         "| pytest of target | variant | wall s | result |",
@@ -294,7 +358,7 @@ def main() -> int:
     report = "\n".join(lines) + "\n"
     (RESULTS / "host_suite.md").write_text(report)
     print(report)
-    return 0 if run.returncode == 0 else 1
+    return 0 if code == 0 and all(lever[3] == 0 for lever in levers) else 1
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ import torch.distributed as dist
 
 from test_utils import rank_process
 from tools.hardware import envvars
+from tools.runner import process_env
 
 MAX_TIMEOUT_S = 300.0
 MIN_TIMEOUT_S = 1.0
@@ -159,7 +160,7 @@ def _context():
         ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
         # NVML answers torch.cuda.is_available() if a preload asks; the CUDA runtime would
         # initialise the driver in the server, and CUDA does not survive fork.
-        with _env_set("PYTORCH_NVML_BASED_CUDA_CHECK", "1"):
+        with process_env.while_starting("PYTORCH_NVML_BASED_CUDA_CHECK", "1"):
             probe = ctx.Process(target=_noop, name="forkserver-warm-up")
             probe.start()
         probe.join(default_timeout())
@@ -192,19 +193,6 @@ def _stop_forkserver() -> None:
 
 def _noop() -> None:
     pass
-
-
-@contextlib.contextmanager
-def _env_set(name: str, value: str):
-    saved = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = saved
 
 
 # ---------------------------------------------------------------------------------------------

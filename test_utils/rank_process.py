@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from tools.hardware import memory_cap
-from tools.runner import lifetime
+from tools.runner import lifetime, process_env
 
 
 @dataclasses.dataclass
@@ -173,17 +173,18 @@ def _arm_stack_dump(stack_path: str) -> None:
 
 def _adopt_environment(spec: RankSpec) -> None:
     # The forkserver's environment is from when it started; the test's may have changed since.
-    os.environ.clear()
-    os.environ.update(spec.env)
-    os.environ.update(
-        RANK=str(spec.rank),
-        WORLD_SIZE=str(spec.world_size),
-        LOCAL_RANK=str(spec.rank),
-        LOCAL_WORLD_SIZE=str(spec.world_size),
-    )
     # All ranks share this host; loopback also works in network-less sandboxes, where the
     # hostname may resolve to an address that does not exist.
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    process_env.adopt(
+        {
+            "GLOO_SOCKET_IFNAME": "lo",
+            **spec.env,
+            "RANK": str(spec.rank),
+            "WORLD_SIZE": str(spec.world_size),
+            "LOCAL_RANK": str(spec.rank),
+            "LOCAL_WORLD_SIZE": str(spec.world_size),
+        }
+    )
 
 
 def _load_call(spec: RankSpec):

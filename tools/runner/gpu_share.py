@@ -51,11 +51,11 @@ def decide(env, memory_mib: Callable[[], int | None] = probe.gpu_memory_mib) -> 
     explicit = env.get(envvars.SLOTS_PER_GPU)
     slots = int(explicit) if explicit else DEFAULT_SLOTS
     if slots < 1:
-        raise ValueError(f"TORCH_TEST_SLOTS_PER_GPU={explicit}: must be >= 1")
+        raise ValueError(f"{envvars.SLOTS_PER_GPU}={explicit}: must be >= 1")
     if env.get(envvars.WHOLE_GPU) == "1":
-        return Decision(slots, slots, "the target needs whole GPUs (TORCH_TEST_WHOLE_GPU=1)")
+        return Decision(slots, slots, f"the target needs whole GPUs ({envvars.WHOLE_GPU}=1)")
     if explicit:
-        return Decision(slots, 1, f"TORCH_TEST_SLOTS_PER_GPU={explicit}")
+        return Decision(slots, 1, f"{envvars.SLOTS_PER_GPU}={explicit}")
     peak = env.get(envvars.GPU_PEAK_MIB)
     if not peak:
         return Decision(slots, slots, "no peak GPU memory recorded for this target")

@@ -17,8 +17,9 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
   TEST_TIMEOUT                 becomes the deadline of harness timeouts (TORCH_TEST_DEADLINE)
 Environment: the runner composes the test's environment in one place (`child_env`) from what
-each part returns (directories, bytecode, deadline, GPU lease and probe); no other module
-writes os.environ. The child exports only its thread budget, for the ranks it starts.
+each part returns (directories, bytecode, deadline, GPU lease and probe). Only
+tools/runner/process_env.py writes os.environ: there the child exports its thread budget, for
+the ranks it starts.
 Two processes: this one (the runner) sets up directories and the GPU lease, then runs pytest
 in a child (`pytest_runner.py --session LEDGER ...`) and passes the target only if the child's
 ledger proves every selected test reported a result (tools/runner/completion.py): a test that
@@ -54,6 +55,7 @@ from tools.runner import (
     gpu_share,
     node_ids,
     private_tmp,
+    process_env,
     refused_options,
     threads,
 )
@@ -149,11 +151,6 @@ def _report_resources(wall: float) -> None:
     )
 
 
-def _export_to_ranks(added: dict[str, str]) -> None:
-    """In the child: what the processes its tests start inherit (the thread budget)."""
-    os.environ.update(added)
-
-
 def session(ledger: str, args: list[str], env=os.environ) -> int:
     """The child: runs pytest on `args`, recording its progress in `ledger`."""
     import pytest
@@ -164,7 +161,7 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     faulthandler.enable()
     _install_sigterm_handler()
     selector = sharding.ShardSelector.from_env(env)
-    budget = threads.ThreadBudget.start(env, export=_export_to_ranks)  # before torch's import
+    budget = threads.ThreadBudget.start(env, export=process_env.export)  # before torch's import
     plugins = [selector, completion.Ledger(ledger), budget]
     by_id = node_ids.NodeIdSelector.from_env(env)  # exact re-runs (the gate's)
     if by_id:
