@@ -69,7 +69,10 @@ def expect_shards(targets: dict, label: str, shards: int, status: str) -> str | 
         or len(final) != shards
         or any(a.status != status for a in final)
     ):
-        return f"found {line(target)} (final attempts of shards {ran})"
+        attempts = ", ".join(f"shard {a.shard} run {a.run} {a.status}" for a in final)
+        return (
+            f"found {line(target)} (shard_count {target.shard_count}; final attempts: {attempts})"
+        )
     return None
 
 
