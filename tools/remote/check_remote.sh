@@ -25,7 +25,9 @@
 # host has as many as the widest variant needs (--test_env=TORCH_TEST_HOST_GPUS,
 # tools/hardware/probe.py) so it leases simulated ones; the probes never touch CUDA.
 # Runs Bazel with its own output bases and no convenience symlinks, so the workspace's server
-# and bazel-* links are left alone.
+# and bazel-* links are left alone. Test results are judged from each invocation's build event
+# file (tools/selftest/lib.sh: expect_result, tools/results/outcomes.py); the other computations
+# are named functions of tools/remote/check_remote.py.
 #
 # Environment: RIG_PORT (default 8981, so a rig on 8980 is left alone), BAZEL (default
 # tools/bazel), CHECK_KEEP=1 keeps the scratch directory (logs, clone) for inspection.
@@ -37,21 +39,20 @@ chmod 755 "$scratch" # PostgreSQL runs as its own user under it
 export RIG_DIR="${scratch}/rig" RIG_PORT="${RIG_PORT:-8981}"
 RIG_INSTANCE="$(rig_setting RIG_INSTANCE)"
 export RIG_INSTANCE
+# facts NAME ARGS...: a computation of tools/remote/check_remote.py, by name.
+facts() { python3 -m tools.remote.check_remote "$@"; }
 # The pool property key and the cpu variant's pool (tools/build_defs: pools.bzl, variants.bzl).
-read -r pool_key cpu_pool < <(python3 -c "from tools.remote.pools import read_pools
-key, pools = read_pools()
-print(key, pools['cpu'])")
+read -r pool_key cpu_pool < <(facts cpu_pool)
 readonly endpoint="grpc://127.0.0.1:${RIG_PORT}"
 readonly clone="${scratch}/clone"
 readonly logs="${RIG_DIR}/logs"
+# The build event file of the `bazel test` being judged (lib.sh: test_events, expect_result).
+readonly events="${scratch}/events.json"
 targets=(//tools/remote:all //tools/selftest:probe_plain //tools/selftest:probe_tqdm)
 # "SUFFIX POOL" of every GPU variant (tools/build_defs/variants.bzl).
-gpu_variants="$(python3 -c "from tools.hardware.table import table
-for spec in table()['VARIANTS'].values():
-    if spec['gpus']: print(spec['suffix'], spec['pool'])")"
+gpu_variants="$(facts gpu_variants)"
 # The widest variant's GPU count: the simulated GPUs of the GPU pools' worker (see above).
-most_gpus="$(python3 -c "from tools.hardware.table import table
-print(max(spec['gpus'] for spec in table()['VARIANTS'].values()))")"
+most_gpus="$(facts most_gpus)"
 simulated=("--test_env=TORCH_TEST_HOST_GPUS=${most_gpus}")
 remote=(--config=remote "--remote_executor=${endpoint}" "${simulated[@]}")
 gpu_probes=($(awk '{print "//tools/remote:probe" $1}' <<<"$gpu_variants"))
@@ -68,8 +69,9 @@ readonly PG_RESTART_BOUND_S="${PG_RESTART_BOUND_S:-45}"
 readonly POOL_DEAD_BOUND_S="${POOL_DEAD_BOUND_S:-90}"
 
 # bazel_in DIR OUTPUT_BASE COMMAND ARGS...: Bazel in DIR with its own output base and no bazel-*
-# links; prints its output and never fails (the expectations judge the output). A command that
-# hangs (e.g. no worker for a pool) is stopped after 10 minutes.
+# links; prints its output and never fails (the expectations judge its build event file, or its
+# output for what is no test result). A command that hangs (e.g. no worker for a pool) is
+# stopped after 10 minutes.
 bazel_in() {
   local dir="$1" base="$2" command="$3"
   shift 3
@@ -87,16 +89,7 @@ cleanup() {
 trap cleanup EXIT
 
 # executions WORKER: the worker's "executed" records as "target pool" lines.
-executions() {
-  python3 - "${logs}/worker-$1.log" <<'PY' || true
-import json, sys
-for line in open(sys.argv[1]):
-    if " executed {" in line:
-        r = json.loads(line.split(" executed ", 1)[1])
-        pool = ",".join(f"{k}={v}" for k, v in r["pool"].items()) or "(no pool)"
-        print(r["target"], pool, r.get("program", "?"))
-PY
-}
+executions() { facts executions "${logs}/worker-$1.log" || true; }
 
 say "rig up on 127.0.0.1:${RIG_PORT}"
 tools/remote/rig.sh up || { fail "rig did not come up"; finish; }
@@ -106,11 +99,12 @@ token() { cat "${RIG_DIR}/auth/$1.token" 2>/dev/null || true; }
 remote+=("$(rig_auth_header dev)")
 
 say "1. --config=remote: GPU variants go to the GPU pool's worker"
-out="$(bazel_in "$workspace" "${scratch}/ob1" test "${remote[@]}" "${targets[@]}")"
+bazel_in "$workspace" "${scratch}/ob1" test "$(test_events "$events")" "${remote[@]}" "${targets[@]}" \
+  >>"${scratch}/bazel.log"
 for t in //tools/remote:probe "${gpu_probes[@]}" //tools/selftest:probe_plain //tools/selftest:probe_tqdm; do
-  expect_line "$out" "$(fresh "$t")" "$t ran"
+  expect_result "$events" "$t" PASSED fresh "$t ran"
 done
-expect_no_line "$out" "SKIPPED" "no target SKIPPED"
+expect_no_result "$events" SKIPPED "no target SKIPPED"
 cpu="$(executions cpu)" gpu="$(executions gpu)"
 echo "cpu worker ran:" && sed 's/^/  /' <<<"$cpu"
 echo "gpu worker ran:" && sed 's/^/  /' <<<"$gpu"
@@ -128,12 +122,13 @@ expect_line "$(cat "${testlogs}/tools/remote/probe_gpu/test.log")" "^cwd ${RIG_D
 executed_before=$(cat "${logs}"/worker-*.log | grep -c " executed {" || true)
 
 say "2. --config=remote_cpu_only: GPU variants SKIPPED"
-out="$(bazel_in "$workspace" "${scratch}/ob1" test --config=remote_cpu_only "$(rig_auth_header dev)" \
-  "--remote_executor=${endpoint}" "${simulated[@]}" //tools/remote:all)"
+bazel_in "$workspace" "${scratch}/ob1" test "$(test_events "$events")" --config=remote_cpu_only \
+  "$(rig_auth_header dev)" "--remote_executor=${endpoint}" "${simulated[@]}" //tools/remote:all \
+  >>"${scratch}/bazel.log"
 for t in "${gpu_probes[@]}"; do
-  expect_line "$out" "^$t +SKIPPED" "$t SKIPPED"
+  expect_result "$events" "$t" SKIPPED any "$t SKIPPED"
 done
-expect_line "$out" "$(cached //tools/remote:probe)" "cpu probe still cached"
+expect_result "$events" //tools/remote:probe PASSED cached "cpu probe still cached"
 
 say "3. a second clean clone gets every result from the remote cache"
 git clone -q "$workspace" "$clone"
@@ -141,9 +136,10 @@ git clone -q "$workspace" "$clone"
 git ls-files -z --modified --others --exclude-standard | while IFS= read -r -d '' f; do
   if [[ -e $f ]]; then mkdir -p "${clone}/$(dirname "$f")" && cp -p "$f" "${clone}/${f}"; else rm -f "${clone}/${f}"; fi
 done
-out="$(bazel_in "$clone" "${scratch}/ob2" test "${remote[@]}" "${targets[@]}")"
+bazel_in "$clone" "${scratch}/ob2" test "$(test_events "$events")" "${remote[@]}" "${targets[@]}" \
+  >>"${scratch}/bazel.log"
 for t in //tools/remote:probe "${gpu_probes[@]}" //tools/selftest:probe_plain //tools/selftest:probe_tqdm; do
-  expect_line "$out" "$(cached "$t")" "clone: $t from the remote cache"
+  expect_result "$events" "$t" PASSED cached "clone: $t from the remote cache"
 done
 executed_after=$(cat "${logs}"/worker-*.log | grep -c " executed {" || true)
 if ((executed_after == executed_before)); then pass "clone: the workers ran nothing"; else
@@ -154,28 +150,33 @@ say "4. the pool is part of the action key"
 read -r _ gpu_pool <<<"$gpu_variants"
 other_pool="$(sed -n 2p <<<"$gpu_variants" | cut -d' ' -f2)"
 sed -i "s/\"pool\": \"${gpu_pool}\"/\"pool\": \"${other_pool}\"/" "${clone}/tools/build_defs/variants.bzl"
-out="$(bazel_in "$clone" "${scratch}/ob2" test "${remote[@]}" //tools/remote:all)"
-expect_line "$out" "$(fresh //tools/remote:probe_gpu)" "gpu variant on another pool: re-ran"
-expect_line "$out" "$(cached //tools/remote:probe)" "cpu variant: still cached"
+bazel_in "$clone" "${scratch}/ob2" test "$(test_events "$events")" "${remote[@]}" //tools/remote:all \
+  >>"${scratch}/bazel.log"
+expect_result "$events" //tools/remote:probe_gpu PASSED fresh "gpu variant on another pool: re-ran"
+expect_result "$events" //tools/remote:probe PASSED cached "cpu variant: still cached"
 expect_line "$(executions gpu)" "^//tools/remote:probe_gpu ${pool_key}=${other_pool} test-setup.sh$" "re-ran on pool ${other_pool}"
 cp "${workspace}/tools/build_defs/variants.bzl" "${clone}/tools/build_defs/variants.bzl"
 
 say "5. --config=remote_cache: shared CPU results, read-only unless --config=ci"
 cache=(--config=remote_cache "--remote_cache=${endpoint}" "${simulated[@]}" "$(rig_auth_header dev)")
 nonce=(--test_env=REMOTE_CHECK_NONCE="$$-${RANDOM}") # a key no run has seen
-# run_local FLAGS...: the cpu probe from a clean output tree, so only the remote cache can hit.
+# run_local FLAGS...: the cpu probe from a clean output tree, so only the remote cache can hit;
+# its result goes to $events.
 run_local() {
   bazel_in "$clone" "${scratch}/ob2" clean >/dev/null
-  bazel_in "$clone" "${scratch}/ob2" test "$@" //tools/remote:probe
+  bazel_in "$clone" "${scratch}/ob2" test "$(test_events "$events")" "$@" //tools/remote:probe \
+    >>"${scratch}/bazel.log"
 }
-out="$(run_local "${cache[@]}")"
-expect_line "$out" "$(cached //tools/remote:probe)" "local run served by the remotely executed result"
-run_local "${cache[@]}" "${nonce[@]}" >/dev/null
-out="$(run_local "${cache[@]}" "${nonce[@]}")"
-expect_line "$out" "$(fresh //tools/remote:probe)" "developer run: result was not uploaded"
-run_local "${cache[@]}" --config=ci "$(rig_auth_header ci)" "${nonce[@]}" >/dev/null
-out="$(run_local "${cache[@]}" "${nonce[@]}")"
-expect_line "$out" "$(cached //tools/remote:probe)" "after a --config=ci run: served from the cache"
+run_local "${cache[@]}"
+expect_result "$events" //tools/remote:probe PASSED cached \
+  "local run served by the remotely executed result"
+run_local "${cache[@]}" "${nonce[@]}"
+run_local "${cache[@]}" "${nonce[@]}"
+expect_result "$events" //tools/remote:probe PASSED fresh "developer run: result was not uploaded"
+run_local "${cache[@]}" --config=ci "$(rig_auth_header ci)" "${nonce[@]}"
+run_local "${cache[@]}" "${nonce[@]}"
+expect_result "$events" //tools/remote:probe PASSED cached \
+  "after a --config=ci run: served from the cache"
 
 # The fault targets, as package //rigtest of the clone; sleeper_gpu goes to the gpu variant's pool.
 mkdir -p "${clone}/rigtest"
@@ -222,41 +223,27 @@ expect_no_survivors() {
 }
 
 say "6. a test cannot change the inputs of later actions"
-out="$(in_clone //rigtest:tamper)"
-echo "$out" | grep -E '^//rigtest' || true
-out="$(in_clone //rigtest:victim)"
-expect_line "$out" "^//rigtest:victim +FAILED" "victim (exits 1) FAILED after tamper ran"
-expect_no_line "$out" "^//rigtest:victim .*PASSED" "victim not PASSED"
+in_clone "$(test_events "$events")" //rigtest:tamper >>"${scratch}/bazel.log"
+outcomes "$events" || true
+in_clone "$(test_events "$events")" //rigtest:victim >>"${scratch}/bazel.log"
+expect_result "$events" //rigtest:victim FAILED any "victim (exits 1) FAILED after tamper ran"
+expect_result "$events" //rigtest:victim '!PASSED' any "victim not PASSED"
 
 say "7. only CI's credential writes the action cache"
 # update_result TOKEN_NAME: UpdateActionResult of a made-up action; prints accepted / refused CODE.
+# (grpc and buildgrid: the rig's venv runs it.)
 update_result() {
-  "$(rig_venv)/bin/python" - "127.0.0.1:${RIG_PORT}" "$(token "$1")" <<'PY'
-import hashlib, os, sys
-import grpc
-from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_pb2 as re_pb2
-from buildgrid._protos.build.bazel.remote.execution.v2.remote_execution_pb2_grpc import ActionCacheStub
-blob = os.urandom(16)
-request = re_pb2.UpdateActionResultRequest(
-    instance_name=os.environ["RIG_INSTANCE"],
-    action_digest=re_pb2.Digest(hash=hashlib.sha256(blob).hexdigest(), size_bytes=len(blob)),
-    action_result=re_pb2.ActionResult(exit_code=0),
-)
-metadata = [("authorization", f"Bearer {sys.argv[2]}")] if sys.argv[2] else []
-try:
-    ActionCacheStub(grpc.insecure_channel(sys.argv[1])).UpdateActionResult(request, metadata=metadata, timeout=30)
-    print("accepted")
-except grpc.RpcError as error:
-    print("refused", error.code().name)
-PY
+  "$(rig_venv)/bin/python" -m tools.remote.check_remote update_result "127.0.0.1:${RIG_PORT}" \
+    "$(token "$1")"
 }
 expect_line "$(update_result none)" "^refused (UNAUTHENTICATED|PERMISSION_DENIED)$" "no credential: UpdateActionResult refused"
 expect_line "$(update_result dev)" "^refused (UNAUTHENTICATED|PERMISSION_DENIED)$" "developer credential: UpdateActionResult refused"
 expect_line "$(update_result ci)" "^accepted$" "CI credential: UpdateActionResult accepted"
 
 say "8. a timeout terminates the test before killing it"
-out="$(in_clone --test_env=SLEEP_S=120 --test_timeout=5 //rigtest:sleeper)"
-expect_line "$out" "^//rigtest:sleeper +TIMEOUT" "sleeper TIMEOUT"
+in_clone "$(test_events "$events")" --test_env=SLEEP_S=120 --test_timeout=5 //rigtest:sleeper \
+  >>"${scratch}/bazel.log"
+expect_result "$events" //rigtest:sleeper TIMEOUT any "sleeper TIMEOUT"
 expect_line "$(cat "${scratch}/ob2/execroot/torch_tests/bazel-out/k8-fastbuild/testlogs/rigtest/sleeper/test.log" 2>/dev/null)" \
   "^sleeper: got SIGTERM" "SIGTERM reached the test (its handler's line is in test.log)"
 
@@ -269,7 +256,7 @@ runs_of() { { executions cpu; executions gpu; } | grep -c "^$1 .* test-setup.sh$
 
 runs_before=$(runs_of //rigtest:sleeper)
 start=$SECONDS
-BAZEL_TIMEOUT_S=$((PG_RESTART_BOUND_S * 3)) in_clone --test_env=SLEEP_S=5 \
+BAZEL_TIMEOUT_S=$((PG_RESTART_BOUND_S * 3)) in_clone "$(test_events "$events")" --test_env=SLEEP_S=5 \
   "--test_env=RIG_CHECK_NONCE=${nonce}" //rigtest:sleeper >"${scratch}/pg_run.log" &
 bazel_pid=$!
 if wait_for_action "$nonce"; then
@@ -280,7 +267,7 @@ fi
 wait "$bazel_pid"
 elapsed=$((SECONDS - start))
 echo "sleeper (5 s) with PostgreSQL down for 10 s: ${elapsed} s"
-expect_line "$(cat "${scratch}/pg_run.log")" "$(fresh //rigtest:sleeper)" "sleeper PASSED across the restart"
+expect_result "$events" //rigtest:sleeper PASSED fresh "sleeper PASSED across the restart"
 if ((elapsed <= PG_RESTART_BOUND_S)); then pass "within ${PG_RESTART_BOUND_S} s"; else
   fail "took ${elapsed} s (bound ${PG_RESTART_BOUND_S} s)"
 fi
@@ -289,8 +276,8 @@ if ((runs == 1)); then pass "the sleeper ran once"; else fail "the sleeper ran $
 
 say "10. the action cache survives a BuildGrid restart"
 tools/remote/rig.sh restart buildgrid >/dev/null || fail "BuildGrid did not restart"
-out="$(run_local "${cache[@]}")"
-expect_line "$out" "$(cached //tools/remote:probe)" "after the restart: served from the cache"
+run_local "${cache[@]}"
+expect_result "$events" //tools/remote:probe PASSED cached "after the restart: served from the cache"
 
 say "11. no test process outlives a killed worker"
 kill_gpu_worker() {
@@ -305,11 +292,12 @@ say "12. a dead pool is reported, not waited on"
 # The GPU pools' only worker is dead since check 11: a test for them fails with an error naming
 # its pool (tools/remote/pool_watchdog.py) instead of waiting in the queue.
 kill -KILL "$(<"${RIG_DIR}/run/worker-gpu.pid")" 2>/dev/null || true
-out="$(BAZEL_TIMEOUT_S=$((POOL_DEAD_BOUND_S * 2)) in_clone --test_env=SLEEP_S=1 //rigtest:sleeper_gpu)"
+out="$(BAZEL_TIMEOUT_S=$((POOL_DEAD_BOUND_S * 2)) in_clone "$(test_events "$events")" --test_env=SLEEP_S=1 \
+  //rigtest:sleeper_gpu)"
 elapsed=$((SECONDS - killed_at))
 echo "sleeper_gpu on the dead pool: Bazel returned ${elapsed} s after the worker died"
 expect_line "$out" "no live worker in pool '${gpu_pool}'" "the error names the dead pool ${gpu_pool}"
-expect_no_line "$out" "^//rigtest:sleeper_gpu .*PASSED" "sleeper_gpu not PASSED"
+expect_result "$events" //rigtest:sleeper_gpu '!PASSED' any "sleeper_gpu not PASSED"
 if ((elapsed <= POOL_DEAD_BOUND_S)); then pass "reported within ${POOL_DEAD_BOUND_S} s"; else
   fail "took ${elapsed} s (bound ${POOL_DEAD_BOUND_S} s)"
 fi

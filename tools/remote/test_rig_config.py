@@ -2,10 +2,11 @@
 
 import pathlib
 import re
+import tempfile
 import unittest
 
 from tools.hardware import table
-from tools.remote import buildgrid_config, pools, rig_settings
+from tools.remote import buildgrid_config, check_remote, pools, rig_settings
 
 
 def _render(**overrides):
@@ -73,6 +74,36 @@ class SettingsTest(unittest.TestCase):
         self.assertEqual(len(instances), 2)
         rig_dir = rig_settings.SETTINGS["RIG_DIR"]
         self.assertRegex(bazelrc, rf"(?m)^try-import {re.escape(rig_dir)}/auth\.bazelrc$")
+
+
+class CheckRemoteTest(unittest.TestCase):
+    """check_remote.py: what check_remote.sh routes by and reads from the workers' logs."""
+
+    def test_pools_and_variants_follow_the_table(self):
+        key, by_variant = pools.read_pools()
+        self.assertEqual(check_remote.cpu_pool(), [f"{key} {by_variant['cpu']}"])
+        variants = table.table()["VARIANTS"].values()
+        gpu = [v for v in variants if v["gpus"]]
+        self.assertEqual(check_remote.gpu_variants(), [f"{v['suffix']} {v['pool']}" for v in gpu])
+        self.assertNotIn(
+            by_variant["cpu"], [line.split()[1] for line in check_remote.gpu_variants()]
+        )
+        self.assertEqual(check_remote.most_gpus(), [str(max(v["gpus"] for v in gpu))])
+
+    def test_executions_from_a_worker_log(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = pathlib.Path(tmp, "worker-gpu.log")
+            log.write_text(
+                "2026-01-01 INFO bots: leased x\n"
+                '2026-01-01 INFO bots: executed {"pool": {"Pool": "gpu-h100-x1"}, '
+                '"program": "test-setup.sh", "target": "//tools/remote:probe_gpu"}\n'
+                '2026-01-01 INFO bots: executed {"pool": {}, "target": "//a:b"}\n'
+            )
+            self.assertEqual(
+                check_remote.executions(str(log)),
+                ["//tools/remote:probe_gpu Pool=gpu-h100-x1 test-setup.sh", "//a:b (no pool) ?"],
+            )
+            self.assertEqual(check_remote.executions(str(log.with_name("none.log"))), [])
 
 
 if __name__ == "__main__":

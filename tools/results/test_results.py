@@ -1,10 +1,12 @@
 """Self-tests of tools/results: BEP files recorded from Bazel 4.2.3, and pytest's JUnit forms."""
 
+import contextlib
+import io
 import pathlib
 import tempfile
 import unittest
 
-from tools.results import bep, junit, runner_log
+from tools.results import bep, junit, outcomes, runner_log
 
 TESTDATA = pathlib.Path(__file__).resolve().parent / "testdata"
 
@@ -115,6 +117,107 @@ class BepTest(unittest.TestCase):
                 '{"id":{"workspace":{}},"workspaceInfo":{"localExecRoot":"/ob/execroot/torch_tests"}}\n'
             )
             self.assertEqual(bep.exec_root(path), pathlib.Path("/ob/execroot/torch_tests"))
+
+
+class OutcomesTest(unittest.TestCase):
+    """outcomes.py: what tools/selftest/*.sh judge Bazel by, on the recorded invocations."""
+
+    def test_one_line_per_target(self):
+        self.assertEqual(
+            [outcomes.line(t) for t in _read("sharded_fresh").values()],
+            [
+                "//tools/selftest:probe_plain PASSED fresh",
+                "//tools/selftest:probe_shards PASSED fresh shards 3: PASSED PASSED PASSED",
+            ],
+        )
+        self.assertEqual(
+            outcomes.line(_read("runs_per_test")["//tools/selftest:probe_plain"]),
+            "//tools/selftest:probe_plain PASSED fresh shards 1 runs 2: PASSED PASSED",
+        )
+        self.assertEqual(
+            [outcomes.line(t) for t in _read("no_status").values()],
+            ["//fixture:t_broken NO STATUS fresh", "//fixture:t_ok PASSED cached"],
+        )
+
+    def test_expect_status_and_cache(self):
+        fresh, cached = _read("sharded_fresh"), _read("sharded_cached")
+        plain = "//tools/selftest:probe_plain"
+        self.assertIsNone(outcomes.expect(fresh, plain, "PASSED", "fresh"))
+        self.assertIsNone(outcomes.expect(cached, plain, "PASSED", "cached"))
+        self.assertIsNone(outcomes.expect(cached, plain, "PASSED", "any"))
+        self.assertEqual(
+            outcomes.expect(fresh, plain, "PASSED", "cached"),
+            "found //tools/selftest:probe_plain PASSED fresh",
+        )
+        self.assertEqual(
+            outcomes.expect(cached, plain, "PASSED", "fresh"),
+            "found //tools/selftest:probe_plain PASSED cached",
+        )
+        self.assertIsNotNone(outcomes.expect(fresh, plain, "FAILED", "any"))
+        self.assertEqual(outcomes.expect(fresh, "//x:y", "PASSED", "any"), "no result for //x:y")
+        with self.assertRaises(ValueError):
+            outcomes.expect(fresh, plain, "PASSED", "(cached)")
+
+    def test_expect_skipped_failed_and_not(self):
+        skipped = _read("incompatible_skipped")
+        gpu = "//dynamo_tests:test_recompile_ux_gpu"
+        self.assertIsNone(outcomes.expect(skipped, gpu, "SKIPPED", "any"))
+        self.assertIsNotNone(outcomes.expect(skipped, gpu, "PASSED", "any"))
+        failed = _read("failed_to_build")
+        self.assertIsNone(outcomes.expect(failed, "//fixture:t_broken", "FAILED TO BUILD", "any"))
+        self.assertIsNone(outcomes.expect(failed, "//fixture:t_broken", "!PASSED", "any"))
+        self.assertIsNone(outcomes.expect(failed, "//x:no_result", "!PASSED", "any"))
+        self.assertEqual(
+            outcomes.expect(failed, "//fixture:t_ok", "!PASSED", "any"),
+            "found //fixture:t_ok PASSED fresh",
+        )
+
+    def test_expect_none(self):
+        self.assertIsNone(outcomes.expect_none(_read("sharded_fresh"), "SKIPPED"))
+        self.assertEqual(
+            outcomes.expect_none(_read("explicit_incompatible"), "SKIPPED"),
+            "found //dynamo_tests:test_recompile_ux_gpu SKIPPED fresh",
+        )
+
+    def test_expect_shards_by_final_attempts(self):
+        shards = "//tools/selftest:probe_shards"
+        self.assertIsNone(outcomes.expect_shards(_read("sharded_cached"), shards, 3, "PASSED"))
+        # Every shard failed twice (--flaky_test_attempts=2): the final attempts count.
+        flaky = _read("failed_with_flaky_attempts")
+        self.assertIsNone(outcomes.expect_shards(flaky, shards, 3, "FAILED"))
+        self.assertIsNotNone(outcomes.expect_shards(flaky, shards, 2, "FAILED"))
+        self.assertIsNotNone(outcomes.expect_shards(flaky, shards, 3, "PASSED"))
+        # Three shards of two runs each are not three shards run once.
+        self.assertIsNotNone(outcomes.expect_shards(_read("runs_per_test"), shards, 3, "PASSED"))
+        self.assertIsNotNone(
+            outcomes.expect_shards(
+                _read("sharded_fresh"), "//tools/selftest:probe_plain", 3, "PASSED"
+            )
+        )
+
+    def test_command_line_exit_codes(self):
+        events = str(TESTDATA / "failed_with_flaky_attempts.json")
+        shards = "//tools/selftest:probe_shards"
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(outcomes.main([events]), 0)
+            self.assertEqual(outcomes.main([events, "--expect", shards, "FAILED", "fresh"]), 0)
+            self.assertEqual(outcomes.main([events, "--expect-shards", shards, "3", "FAILED"]), 0)
+            self.assertEqual(outcomes.main([events, "--expect-none", "SKIPPED"]), 0)
+        self.assertEqual(out.getvalue(), f"{shards} FAILED fresh shards 3: FAILED FAILED FAILED\n")
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(outcomes.main([events, "--expect", shards, "PASSED", "fresh"]), 1)
+            self.assertEqual(outcomes.main([events, "--expect-none", "FAILED"]), 1)
+            self.assertEqual(outcomes.main(["/nonexistent/events.json", "--expect-none", "X"]), 2)
+        self.assertIn(f"found {shards} FAILED fresh", out.getvalue())
+        self.assertIn("no build event file", out.getvalue())
+
+    def test_error_lines_of_the_invocation(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp, "events.json")
+            path.write_text(
+                '{"id":{"progress":{}},"progress":{"stderr":"INFO: x\\nERROR: no target\\n"}}\n'
+            )
+            self.assertEqual(outcomes.errors(path), ["ERROR: no target"])
 
 
 JUNIT = (

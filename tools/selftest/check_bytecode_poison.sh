@@ -23,10 +23,14 @@ printf 'def is_initialized():\n    return False\n' >"$site/torch/cuda.py" # the 
 printf 'Metadata-Version: 2.1\nName: torch\nVersion: 1.0.0\n' >"$site/torch-1.0.0.dist-info/METADATA"
 
 say "a test forges torch's bytecode; a later target imports torch"
-out="$(private_bazel test --test_output=all //tools/selftest:probe_bytecode_forge 2>&1 || true)"
-expect_line "$out" "$(fresh //tools/selftest:probe_bytecode_forge)" "the forging test ran"
+events="$scratch/events.json"
+out="$(private_bazel test --test_output=all "$(test_events "$events")" \
+  //tools/selftest:probe_bytecode_forge 2>&1 || true)"
+expect_result "$events" //tools/selftest:probe_bytecode_forge PASSED fresh "the forging test ran"
 grep -E "forged|could not forge" <<<"$out" | head -2 || true
-out="$(private_bazel test --test_output=errors //tools/selftest:probe_bytecode_victim 2>&1 || true)"
-expect_line "$out" "$(fresh //tools/selftest:probe_bytecode_victim)" "the later target imported the real torch"
+out="$(private_bazel test --test_output=errors "$(test_events "$events")" \
+  //tools/selftest:probe_bytecode_victim 2>&1 || true)"
+expect_result "$events" //tools/selftest:probe_bytecode_victim PASSED fresh \
+  "the later target imported the real torch"
 grep -E "imported forged" <<<"$out" | head -2 || true
 finish

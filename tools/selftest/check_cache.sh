@@ -23,19 +23,24 @@ trap restore EXIT
 
 probes=(//tools/selftest:probe_plain //tools/selftest:probe_tqdm //tools/selftest:probe_test_utils
   //tools/selftest:probe_dtensor //tools/selftest:probe_durations //tools/selftest:probe_shards)
-run_probes() { "$BAZEL" test --test_summary=short "${probes[@]}" 2>&1; }
-# expect_only OUTPUT PROBE WHY: PROBE re-ran, every other probe came from the cache.
+events="$backup/events.json"
+# run_probes: tests the probes; their results go to $events, Bazel's output to $backup/bazel.log.
+run_probes() {
+  "$BAZEL" test --test_summary=short "$(test_events "$events")" "${probes[@]}" \
+    >"$backup/bazel.log" 2>&1 || true
+}
+# expect_only PROBE WHY: PROBE re-ran, every other probe came from the cache.
 expect_only() {
-  expect_line "$1" "$(fresh "$2")" "$2 re-ran ($3)"
+  expect_result "$events" "$1" PASSED fresh "$1 re-ran ($2)"
   for p in "${probes[@]}"; do
-    [[ $p == "$2" ]] || expect_line "$1" "$(cached "$p")" "$p stayed cached ($3)"
+    [[ $p == "$1" ]] || expect_result "$events" "$p" PASSED cached "$p stayed cached ($2)"
   done
 }
 
 say "baseline"
-run_probes >/dev/null
-out="$(run_probes)"
-expect_all_cached "$out" "unchanged"
+run_probes
+run_probes
+expect_all_cached "$events" "unchanged"
 
 say "lock edit: tqdm moves to another release"
 current="$(sed -n 's/^tqdm==\([^ ]*\).*/\1/p' "$lock")"
@@ -51,19 +56,19 @@ text = re.sub(r"^tqdm==\S+ \\\n    --hash=sha256:\w+", f"tqdm=={version} \\\\\n 
 open(path, "w").write(text)
 PY
 grep -q "^tqdm==$other" "$lock" || { fail "could not edit the lock"; finish; }
-out="$(run_probes)"
-expect_only "$out" //tools/selftest:probe_tqdm "lock edit"
+run_probes
+expect_only //tools/selftest:probe_tqdm "lock edit"
 expect_line "$(cat bazel-testlogs/tools/selftest/probe_tqdm/test.log)" "^tqdm $other" "probe_tqdm saw tqdm $other"
 
 say "test_utils/versions.py edit"
 echo "# edited by tools/selftest/check_cache.sh" >>test_utils/versions.py
-out="$(run_probes)"
-expect_only "$out" //tools/selftest:probe_test_utils "versions.py edit"
+run_probes
+expect_only //tools/selftest:probe_test_utils "versions.py edit"
 
 say "test_utils/dtensor.py edit"
 echo "# edited by tools/selftest/check_cache.sh" >>test_utils/dtensor.py
-out="$(run_probes)"
-expect_only "$out" //tools/selftest:probe_dtensor "dtensor.py edit"
+run_probes
+expect_only //tools/selftest:probe_dtensor "dtensor.py edit"
 # The real targets: every test that depends on dtensor.py is a DTensor test.
 dependents="$("$BAZEL" query 'kind(py_test, rdeps(//..., //test_utils:dtensor.py))' 2>/dev/null | sort | tr '\n' ' ')"
 expect_line "$dependents" "^//distributed_tests:test_embedding_ops //distributed_tests:test_embedding_ops_multi_gpu //test_utils/tests:test_distributed_harness //tools/selftest:probe_dtensor $" \
@@ -77,8 +82,8 @@ if cmp -s tools/test_times.bzl "$backup/test_times.bzl"; then
 else
   fail "regenerating changed tools/test_times.bzl: $(diff "$backup/test_times.bzl" tools/test_times.bzl | head -5)"
 fi
-out="$(run_probes)"
-expect_all_cached "$out" "regenerated"
+run_probes
+expect_all_cached "$events" "regenerated"
 
 say "one recorded duration changed"
 python3 - <<'PY'
@@ -90,6 +95,6 @@ cases = times["//tools/selftest:probe_durations"]
 cases[min(cases)] += 1.0
 u.TIMES.write_text(u.render(times, peaks))
 PY
-out="$(run_probes)"
-expect_only "$out" //tools/selftest:probe_durations "duration changed"
+run_probes
+expect_only //tools/selftest:probe_durations "duration changed"
 finish

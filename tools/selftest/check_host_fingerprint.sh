@@ -16,26 +16,31 @@ python3 -m venv "$scratch/venv"
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
 site="$("$TORCH_TEST_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 probe=//tools/selftest:probe_plain
-run_probe() { private_bazel test "$probe" 2>&1 || true; }
+# expect_probe CACHE WHAT: a run of the probe PASSED, CACHE (cached or fresh: it re-ran).
+expect_probe() {
+  local events="$scratch/events.json"
+  private_bazel test "$(test_events "$events")" "$probe" >"$scratch/bazel.log" 2>&1 || true
+  expect_result "$events" "$probe" PASSED "$1" "$2"
+}
 
 say "baseline on the host interpreter"
-expect_line "$(run_probe)" "$(fresh "$probe")" "probe ran on the host interpreter"
-expect_line "$(run_probe)" "$(cached "$probe")" "unchanged environment: cached"
+expect_probe fresh "probe ran on the host interpreter"
+expect_probe cached "unchanged environment: cached"
 
 say "a file of an installed package is patched, its version unchanged"
 echo "# patched by $(basename "$0")" >>"$site/pip/__init__.py"
-expect_line "$(run_probe)" "$(fresh "$probe")" "patched file: probe re-ran"
-expect_line "$(run_probe)" "$(cached "$probe")" "after the patch: cached again"
+expect_probe fresh "patched file: probe re-ran"
+expect_probe cached "after the patch: cached again"
 
 say "a file is added to site-packages; one is removed"
 echo "X = 1" >"$site/torch_test_added.py"
-expect_line "$(run_probe)" "$(fresh "$probe")" "added file: probe re-ran"
+expect_probe fresh "added file: probe re-ran"
 rm "$site/pip/py.typed"
-expect_line "$(run_probe)" "$(fresh "$probe")" "removed file: probe re-ran"
+expect_probe fresh "removed file: probe re-ran"
 
 say "the interpreter writes .pyc caches"
 "$TORCH_TEST_PYTHON" -c 'import pip._internal.cli.main'
-expect_line "$(run_probe)" "$(cached "$probe")" "__pycache__ writes: still cached"
+expect_probe cached "__pycache__ writes: still cached"
 
 # same_stat FILE REFERENCE: FILE has REFERENCE's size and mtime (else the case tests nothing).
 same_stat() { [[ $(stat -c '%s %Y' "$1") == $(stat -c '%s %Y' "$2") ]]; }
@@ -45,11 +50,11 @@ cp -p "$target" "$scratch/reference"
 sed -i 's/# patched by/# PATCHED by/' "$target"
 touch -r "$scratch/reference" "$target"
 same_stat "$target" "$scratch/reference" || fail "touch -r case: size or mtime changed"
-expect_line "$(run_probe)" "$(fresh "$probe")" "touch -r: same size and mtime, probe re-ran"
+expect_probe fresh "touch -r: same size and mtime, probe re-ran"
 cp -p "$target" "$scratch/edited"
 sed -i 's/# PATCHED by/# pAtched by/' "$scratch/edited"
 touch -r "$target" "$scratch/edited"
 cp -p "$scratch/edited" "$target"
 same_stat "$target" "$scratch/reference" || fail "cp -p case: size or mtime changed"
-expect_line "$(run_probe)" "$(fresh "$probe")" "cp -p: same size and mtime, probe re-ran"
+expect_probe fresh "cp -p: same size and mtime, probe re-ran"
 finish

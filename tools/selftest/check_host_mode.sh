@@ -16,12 +16,20 @@ python3 -m venv "$scratch/venv"
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
 targets=(//tools/selftest:all //dynamo_tests:all //test_utils/tests:test_torch_testing)
 
-out="$(private_bazel test "${targets[@]}" 2>&1)" || true
-expect_line "$out" "$(fresh //dynamo_tests:test_recompile_ux)" "torch test ran on the host interpreter"
-expect_line "$out" "$(fresh //tools/selftest:probe_plain)" "probe ran on the host interpreter"
-expect_line "$out" "^//dynamo_tests:test_torchrec +SKIPPED" "torchrec missing: its test is SKIPPED"
-expect_line "$out" "$(fresh //tools/selftest:probe_tqdm)" "tqdm (pure Python) supplied from the lock"
-expect_line "$out" "$(fresh //test_utils/tests:test_torch_testing)" \
+events="$scratch/events.json"
+# test_targets: tests the targets; their results go to $events, Bazel's output to bazel.log.
+test_targets() {
+  private_bazel test "$(test_events "$events")" "${targets[@]}" >"$scratch/bazel.log" 2>&1 || true
+}
+
+test_targets
+expect_result "$events" //dynamo_tests:test_recompile_ux PASSED fresh \
+  "torch test ran on the host interpreter"
+expect_result "$events" //tools/selftest:probe_plain PASSED fresh "probe ran on the host interpreter"
+expect_result "$events" //dynamo_tests:test_torchrec SKIPPED any "torchrec missing: its test is SKIPPED"
+expect_result "$events" //tools/selftest:probe_tqdm PASSED fresh \
+  "tqdm (pure Python) supplied from the lock"
+expect_result "$events" //test_utils/tests:test_torch_testing PASSED fresh \
   "expecttest (pure Python) supplied from the lock: torch.testing._internal works"
 manifest="$(cat "$scratch"/output_base/external/pypi/manifest.json)"
 expect_line "$manifest" '"mode": "host"' "manifest: host mode"
@@ -30,12 +38,13 @@ expect_line "$(tr -d ' \n' <<<"$manifest")" '"missing":\[[^]]*"fbgemm-gpu-cpu"' 
 expect_line "$(cat "$scratch"/output_base/external/pypi/fingerprint.txt)" "^torch 2\.13\.0" \
   "fingerprint records torch"
 
-out="$(private_bazel test "${targets[@]}" 2>&1)" || true
-expect_line "$out" "$(cached //dynamo_tests:test_recompile_ux)" "unchanged image: cached"
+test_targets
+expect_result "$events" //dynamo_tests:test_recompile_ux PASSED cached "unchanged image: cached"
 
 say "the image changes: one more package"
 "$scratch/venv/bin/pip" install -q six
-out="$(private_bazel test "${targets[@]}" 2>&1)" || true
-expect_line "$out" "$(fresh //dynamo_tests:test_recompile_ux)" "changed fingerprint: torch test re-ran"
-expect_line "$out" "$(fresh //tools/selftest:probe_plain)" "changed fingerprint: probe re-ran"
+test_targets
+expect_result "$events" //dynamo_tests:test_recompile_ux PASSED fresh \
+  "changed fingerprint: torch test re-ran"
+expect_result "$events" //tools/selftest:probe_plain PASSED fresh "changed fingerprint: probe re-ran"
 finish

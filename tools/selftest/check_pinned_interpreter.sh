@@ -35,23 +35,28 @@ for block in re.split(r"\n(?=\S)", open(sys.argv[1]).read()):
 PY
 export TORCH_TEST_LOCK="$scratch/small.lock"
 probe=//tools/selftest:probe_plain
-run_probe() { private_bazel test "$probe" 2>&1 || true; }
+# expect_probe CACHE WHAT: a run of the probe PASSED, CACHE (cached or fresh: it re-ran).
+expect_probe() {
+  local events="$scratch/events.json"
+  private_bazel test "$(test_events "$events")" "$probe" >"$scratch/bazel.log" 2>&1 || true
+  expect_result "$events" "$probe" PASSED "$1" "$2"
+}
 
 say "baseline on the copied interpreter"
-expect_line "$(run_probe)" "$(fresh "$probe")" "probe ran"
-expect_line "$(run_probe)" "$(cached "$probe")" "unchanged interpreter: cached"
+expect_probe fresh "probe ran"
+expect_probe cached "unchanged interpreter: cached"
 
 say "a stdlib module of the interpreter is edited"
 echo "# edited by $(basename "$0")" >>"$module"
-expect_line "$(run_probe)" "$(fresh "$probe")" "edited stdlib: probe re-ran"
-expect_line "$(run_probe)" "$(cached "$probe")" "after the edit: cached again"
+expect_probe fresh "edited stdlib: probe re-ran"
+expect_probe cached "after the edit: cached again"
 
 say "an edit that keeps the module's size and mtime (touch -r)"
 cp -p "$module" "$scratch/reference"
 sed -i 's/# edited by/# EDITED by/' "$module"
 touch -r "$scratch/reference" "$module"
 if [[ $(stat -c '%s %Y' "$module") == $(stat -c '%s %Y' "$scratch/reference") ]]; then
-  expect_line "$(run_probe)" "$(fresh "$probe")" "same size and mtime, new content: probe re-ran"
+  expect_probe fresh "same size and mtime, new content: probe re-ran"
 else
   fail "the edit changed the module's size or mtime; the case tests nothing"
 fi

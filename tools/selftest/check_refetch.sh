@@ -14,18 +14,25 @@ cp "$lock" "$backup/good.lock"
 trap 'cp "$backup/good.lock" "$lock"; rm -rf "$backup"' EXIT
 
 probes=(//tools/selftest:probe_plain //tools/selftest:probe_tqdm //tools/selftest:probe_test_utils)
-run_probes() { "$BAZEL" test --test_summary=short "${probes[@]}" 2>&1; }
+events="$backup/events.json"
+# run_probes: tests the probes; their results go to $events, Bazel's output to $backup/bazel.log.
+run_probes() {
+  "$BAZEL" test --test_summary=short "$(test_events "$events")" "${probes[@]}" \
+    >"$backup/bazel.log" 2>&1 || true
+}
 
 say "baseline"
-run_probes >/dev/null || true
-expect_all_cached "$(run_probes)" "unchanged"
+run_probes
+run_probes
+expect_all_cached "$events" "unchanged"
 
 say "a failed fetch (wrong sha256), then the original lock"
 python3 -c "import re, sys; print(re.sub(r'sha256:[0-9a-f]{64}', 'sha256:' + '0' * 64, sys.stdin.read(), count=1), end='')" \
   <"$backup/good.lock" >"$lock"
 if "$BAZEL" build //tools/selftest:probe_plain >/dev/null 2>&1; then fail "the bad lock built"; else pass "the bad lock failed to fetch"; fi
 cp "$backup/good.lock" "$lock"
-expect_all_cached "$(run_probes)" "after the failed fetch"
+run_probes
+expect_all_cached "$events" "after the failed fetch"
 
 say "an interrupted fetch, then the original lock"
 { cat "$backup/good.lock"; echo "# edited by $(basename "$0")"; } >"$lock"
@@ -37,5 +44,6 @@ sleep 3
 kill -INT "$client"
 wait "$client" && fail "the fetch finished before the interrupt" || pass "the fetch was interrupted"
 cp "$backup/good.lock" "$lock"
-expect_all_cached "$(run_probes)" "after the interrupted fetch"
+run_probes
+expect_all_cached "$events" "after the interrupted fetch"
 finish

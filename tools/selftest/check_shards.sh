@@ -7,10 +7,10 @@ source "$(dirname "$0")/lib.sh"
 
 events="$(mktemp)"
 trap 'rm -f "$events"' EXIT
-out="$("$BAZEL" test --nocache_test_results --build_event_json_file="$events" \
-  //tools/selftest:probe_shards 2>&1)" || true
-expect_line "$out" "$(fresh //tools/selftest:probe_shards)" "the sharded target passed"
-expect_line "$out" "Stats over 3 runs" "Bazel ran three shards"
+"$BAZEL" test --nocache_test_results "$(test_events "$events")" //tools/selftest:probe_shards \
+  >/dev/null 2>&1 || true
+expect_result "$events" //tools/selftest:probe_shards PASSED fresh "the sharded target passed"
+expect_shards "$events" //tools/selftest:probe_shards 3 PASSED "Bazel ran three shards"
 
 # This invocation's shards, from its build event file (tools/results).
 if report="$(python3 - "$events" <<'PY'
@@ -30,9 +30,9 @@ else
 fi
 
 say "positional ids over a set: every shard fails, naming the difference"
-out="$("$BAZEL" test --nocache_test_results --build_event_json_file="$events" \
-  //tools/selftest:probe_set_shards 2>&1)" || true
-expect_line "$out" "^//tools/selftest:probe_set_shards +FAILED in 2 out of 2" "both shards failed"
+"$BAZEL" test --nocache_test_results "$(test_events "$events")" //tools/selftest:probe_set_shards \
+  >/dev/null 2>&1 || true
+expect_shards "$events" //tools/selftest:probe_set_shards 2 FAILED "both shards failed"
 if report="$(python3 - "$events" <<'PY'
 import sys
 from tools.results import bep

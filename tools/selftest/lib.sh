@@ -23,8 +23,8 @@ expect_line() {
   if grep -Eq -- "$2" <<<"$1"; then
     pass "$3"
   else
-    fail "$3 (no line matching /$2/); the output's summary lines (else its last lines):"
-    grep -E '^//|ERROR' <<<"$1" | head -20 >&2 || tail -n 15 <<<"$1" >&2
+    fail "$3 (no line matching /$2/); the output's ERROR lines (else its last lines):"
+    grep -E 'ERROR' <<<"$1" | head -20 >&2 || tail -n 15 <<<"$1" >&2
   fi
 }
 
@@ -33,15 +33,42 @@ expect_no_line() {
   if grep -Eq -- "$2" <<<"$1"; then fail "$3 (unexpected line matching /$2/)"; else pass "$3"; fi
 }
 
-# expect_all_cached OUTPUT WHY: every target of the caller's `probes` array came from the cache.
-expect_all_cached() {
-  local p
-  for p in "${probes[@]}"; do expect_line "$1" "$(cached "$p")" "$2: $p cached"; done
+# Test results are judged from the build event file of the `bazel test` that produced them
+# (tools/results/outcomes.py on tools/results/bep.py), never from Bazel's printed summary.
+# test_events FILE: the flag that makes `bazel test` write FILE; removes FILE first, so an
+# invocation that stops before writing it is not judged by an earlier one's events.
+test_events() {
+  rm -f "$1"
+  echo "--build_event_json_file=$1"
 }
 
-# A test result line of Bazel's summary, e.g. cached_line //a:b -> "//a:b  (cached) PASSED".
-cached() { echo "^$1 +\\(cached\\) PASSED"; }
-fresh() { echo "^$1 +PASSED"; }
+# outcomes EVENTS [--expect ...]: the outcome of every target, one line each
+# (LABEL STATUS cached|fresh [shards N: ...]), or one expectation (tools/results/outcomes.py).
+outcomes() { python3 -m tools.results.outcomes "$@"; }
+
+# judge WHAT EVENTS ARGS...: pass if `outcomes EVENTS ARGS...` agrees, else fail with what it found.
+judge() {
+  local what="$1" found
+  if found="$(outcomes "${@:2}" 2>&1)"; then pass "$what"; else fail "${what} (${found})"; fi
+}
+
+# expect_result EVENTS LABEL STATUS CACHE WHAT: LABEL's result is STATUS (PASSED, FAILED, SKIPPED,
+# TIMEOUT, FLAKY, NO STATUS, ...; !STATUS: anything else, no result included), and CACHE is
+# cached (Bazel's "(cached)"), fresh (it ran) or any.
+expect_result() { judge "$5" "$1" --expect "$2" "$3" "$4"; }
+
+# expect_shards EVENTS LABEL N STATUS WHAT: Bazel ran LABEL as N shards, each shard's final
+# attempt STATUS.
+expect_shards() { judge "$5" "$1" --expect-shards "$2" "$3" "$4"; }
+
+# expect_no_result EVENTS STATUS WHAT: no target's result is STATUS.
+expect_no_result() { judge "$3" "$1" --expect-none "$2"; }
+
+# expect_all_cached EVENTS WHY: every target of the caller's `probes` array PASSED from the cache.
+expect_all_cached() {
+  local p
+  for p in "${probes[@]}"; do expect_result "$1" "$p" PASSED cached "$2: $p cached"; done
+}
 
 finish() {
   if ((failures)); then
