@@ -87,8 +87,11 @@ def cold_kernel_cache() -> None:
     shutil.rmtree(KERNEL_CACHE, ignore_errors=True)
 
 
-def bazel(*args):
-    return timed([BAZEL, *STARTUP, *args])
+def bazel(command: str, *args):
+    # On another output base, no bazel-* links: the workspace's must keep pointing at its own
+    # output base, or its next `//...` loads the other one's tree as packages.
+    links = ["--symlink_prefix=/"] if STARTUP and command in ("build", "test") else []
+    return timed([BAZEL, *STARTUP, command, *links, *args])
 
 
 def variant_of(label: str) -> tuple[str, str]:

@@ -16,12 +16,7 @@ python3 -m venv "$scratch/venv"
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
 site="$("$TORCH_TEST_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 probe=//tools/selftest:probe_plain
-# expect_probe CACHE WHAT: a run of the probe PASSED, CACHE (cached or fresh: it re-ran).
-expect_probe() {
-  local events="$scratch/events.json"
-  private_bazel test "$(test_events "$events")" "$probe" >"$scratch/bazel.log" 2>&1 || true
-  expect_result "$events" "$probe" PASSED "$1" "$2"
-}
+expect_probe() { expect_private_run "$probe" "$@"; }
 
 say "baseline on the host interpreter"
 expect_probe fresh "probe ran on the host interpreter"

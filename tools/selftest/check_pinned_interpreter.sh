@@ -35,12 +35,7 @@ for block in re.split(r"\n(?=\S)", open(sys.argv[1]).read()):
 PY
 export TORCH_TEST_LOCK="$scratch/small.lock"
 probe=//tools/selftest:probe_plain
-# expect_probe CACHE WHAT: a run of the probe PASSED, CACHE (cached or fresh: it re-ran).
-expect_probe() {
-  local events="$scratch/events.json"
-  private_bazel test "$(test_events "$events")" "$probe" >"$scratch/bazel.log" 2>&1 || true
-  expect_result "$events" "$probe" PASSED "$1" "$2"
-}
+expect_probe() { expect_private_run "$probe" "$@"; }
 
 say "baseline on the copied interpreter"
 expect_probe fresh "probe ran"

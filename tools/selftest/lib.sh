@@ -13,6 +13,13 @@ private_output_base() {
   trap '"$BAZEL" --output_base="$scratch/output_base" shutdown >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
 }
 private_bazel() { "$BAZEL" --output_base="$scratch/output_base" "$1" --symlink_prefix=/ "${@:2}"; }
+# expect_private_run LABEL CACHE WHAT: `private_bazel test LABEL` PASSED, CACHE (cached, or
+# fresh: it re-ran), judged from its build event file; Bazel's output in $scratch/bazel.log.
+expect_private_run() {
+  local events="$scratch/events.json"
+  private_bazel test "$(test_events "$events")" "$1" >"$scratch/bazel.log" 2>&1 || true
+  expect_result "$events" "$1" PASSED "$2" "$3"
+}
 
 say() { printf '\n== %s\n' "$*"; }
 pass() { echo "ok: $*"; }
