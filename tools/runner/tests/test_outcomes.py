@@ -1,12 +1,12 @@
 """Self-tests of what makes a target green (test_utils.outcome_audit, test_utils.expectations,
-tools/runner/refused_options.py): the real runner on small generated test files.
+tools/runner/refused_options.py): the real runner on small generated test files. Unit tests of
+test_utils' own modules live in test_utils/tests (test_expectations.py).
 """
 
 import textwrap
 
 import pytest
 
-from test_utils import expectations, releases
 from tools.results import junit
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
@@ -172,14 +172,6 @@ def test_entries_for_another_variant_do_not_apply(tmp_path):
     result = run(tmp_path, SKIPS_FOR_GPU, env)
     assert result.returncode == 1
     assert "skipped tests fail this target" in result.output
-
-
-def test_entries_apply_to_their_torch_releases(monkeypatch):
-    entry = expectations.Entry(1, "t.py::test_a", "skip", "r", torch=("2.12", "2.13"))
-    anywhere = expectations.Entry(2, "t.py::test_b", "skip", "r")
-    for running, applies in (((2, 13), [entry, anywhere]), ((2, 14), [anywhere])):
-        monkeypatch.setattr(releases, "torch_release", lambda running=running: running)
-        assert expectations.applicable([entry, anywhere], "cpu") == applies
 
 
 @pytest.mark.parametrize(
