@@ -24,11 +24,6 @@ trap restore EXIT
 probes=(//tools/selftest:probe_plain //tools/selftest:probe_tqdm //tools/selftest:probe_test_utils
   //tools/selftest:probe_dtensor //tools/selftest:probe_durations //tools/selftest:probe_shards)
 events="$backup/events.json"
-# run_probes: tests the probes; their results go to $events, Bazel's output to $backup/bazel.log.
-run_probes() {
-  "$BAZEL" test --test_summary=short "$(test_events "$events")" "${probes[@]}" \
-    >"$backup/bazel.log" 2>&1 || true
-}
 # expect_only PROBE WHY: PROBE re-ran, every other probe came from the cache.
 expect_only() {
   expect_result "$events" "$1" PASSED fresh "$1 re-ran ($2)"

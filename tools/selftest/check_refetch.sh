@@ -15,11 +15,6 @@ trap 'cp "$backup/good.lock" "$lock"; rm -rf "$backup"' EXIT
 
 probes=(//tools/selftest:probe_plain //tools/selftest:probe_tqdm //tools/selftest:probe_test_utils)
 events="$backup/events.json"
-# run_probes: tests the probes; their results go to $events, Bazel's output to $backup/bazel.log.
-run_probes() {
-  "$BAZEL" test --test_summary=short "$(test_events "$events")" "${probes[@]}" \
-    >"$backup/bazel.log" 2>&1 || true
-}
 
 say "baseline"
 run_probes

@@ -71,6 +71,13 @@ expect_shards() { judge "$5" "$1" --expect-shards "$2" "$3" "$4"; }
 # expect_no_result EVENTS STATUS WHAT: no target's result is STATUS.
 expect_no_result() { judge "$3" "$1" --expect-none "$2"; }
 
+# run_probes: `bazel test` of the caller's `probes` array; the results go to the caller's
+# $events, Bazel's output beside it (bazel.log).
+run_probes() {
+  "$BAZEL" test --test_summary=short "$(test_events "$events")" "${probes[@]}" \
+    >"$(dirname "$events")/bazel.log" 2>&1 || true
+}
+
 # expect_all_cached EVENTS WHY: every target of the caller's `probes` array PASSED from the cache.
 expect_all_cached() {
   local p
