@@ -38,6 +38,7 @@ BAZEL_STARTUP (e.g. --output_base=/tmp/ob, to keep a pinned output base apart).
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -227,24 +228,43 @@ def gpu_occupancy(lease_lines: list[str], cases, rows, start: float) -> float:
     )
 
 
-def bazel_phase(name: str, flags: list[str]):
-    """One cold `tools/bazel test` of the suite: (wall, exit code, {label: Target})."""
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    """One cold `tools/bazel test` of the suite: the defaults, or a lever's flags added."""
+
+    name: str
+    flags: str
+    wall: float
+    code: int
+    targets: dict[str, bep.Target]
+    events: pathlib.Path
+
+
+def bazel_phase(suffix: str, name: str, flags: str) -> Phase:
+    """SUFFIX names its files in RESULTS (host_suite{SUFFIX}.bep.json, ..._bazel.log)."""
     cold_kernel_cache()
-    events = RESULTS / f"host_suite{name}.bep.json"
+    events = RESULTS / f"host_suite{suffix}.bep.json"
     run, wall = bazel(
-        "test", "--nocache_test_results", f"--build_event_json_file={events}", *flags, *TARGETS
+        "test",
+        "--nocache_test_results",
+        f"--build_event_json_file={events}",
+        *flags.split(),
+        *TARGETS,
     )
-    (RESULTS / f"host_suite{name}_bazel.log").write_text(run.stdout + run.stderr)
-    targets = bep.read(events)
-    log(f"bazel {' '.join(flags) or 'default'}: {wall:.1f} s, exit {run.returncode}")
-    return wall, run.returncode, targets, events
+    (RESULTS / f"host_suite{suffix}_bazel.log").write_text(run.stdout + run.stderr)
+    log(f"bazel {flags or 'default'}: {wall:.1f} s, exit {run.returncode}")
+    return Phase(name, flags, wall, run.returncode, bep.read(events), events)
 
 
 def shard_rows(targets: dict[str, bep.Target]) -> list[str]:
     return [
-        f"| `{label}` | {a.shard} of {target.shard_count} | {a.duration_s:.1f} |"
-        for label, target in sorted(targets.items())
-        for a in target.final_attempts()
+        "| target | shard | s |",
+        "| --- | ---: | ---: |",
+        *[
+            f"| `{label}` | {a.shard} of {target.shard_count} | {a.duration_s:.1f} |"
+            for label, target in sorted(targets.items())
+            for a in target.final_attempts()
+        ],
     ]
 
 
@@ -280,19 +300,18 @@ def main(argv: list[str] | None = None) -> int:
     log(f"build (server start, analysis, runfiles): {build_wall:.0f} s")
     recorded = record_peaks_if_missing()
 
-    bazel_wall, code, targets, events = bazel_phase("", [])
+    defaults = bazel_phase("", "defaults", "")
+    targets, bazel_wall = defaults.targets, defaults.wall
     results = {label: target.status for label, target in targets.items()}
     ran = sorted(label for label, status in results.items() if status != bep.SKIPPED)
     log(f"bazel default results: {results}")
     runner = runner_lines(targets, "torch_test threads:", "torch_test lease:")
-    levers = []
-    for index, entry in enumerate(options.compare):
-        name, _, flags = entry.partition("=")
-        wall, lever_code, lever_targets, _ = bazel_phase(f"_{index}", flags.split())
-        statuses = sorted({t.status for t in lever_targets.values()})
-        levers.append((name, flags, wall, lever_code, statuses, lever_targets))
+    levers = [
+        bazel_phase(f"_{index}", *entry.partition("=")[::2])
+        for index, entry in enumerate(options.compare)
+    ]
     # After the levers, which must run on the same record (shard packing, GPU sharing).
-    log(f"this host's record: {record(events)}")
+    log(f"this host's record: {record(defaults.events)}")
 
     if options.no_pytest:
         rows, cases, pytest_wall, start, bound = [], [], float("nan"), 0.0, float("nan")
@@ -318,8 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         f"| `tools/bazel test` (defaults) | {bazel_wall:.1f} | {bazel_wall / bound:.2f} "
         f"| {bazel_wall / pytest_wall:.2f} |",
         *[
-            f"| {name}: `{flags}` | {wall:.1f} | {wall / bound:.2f} | {wall / pytest_wall:.2f} |"
-            for name, flags, wall, _, _, _ in levers
+            f"| {lever.name}: `{lever.flags}` | {lever.wall:.1f} | {lever.wall / bound:.2f} "
+            f"| {lever.wall / pytest_wall:.2f} |"
+            for lever in levers
         ],
         f"| bound | {bound:.1f} | 1 | {bound / pytest_wall:.2f} |",
         "",
@@ -327,27 +347,19 @@ def main(argv: list[str] | None = None) -> int:
         f"all work / cores {spread:.1f}); interpreter start {start:.1f} s",
         f"- goals: bazel <= 1.1 x bound ({bazel_wall / bound:.2f}), "
         f"<= 0.35 x pytest ({bazel_wall / pytest_wall:.2f})",
-        f"- bazel exit {code}; results: "
+        f"- bazel exit {defaults.code}; results: "
         + ", ".join(f"{k} {v}" for k, v in sorted(results.items())),
         *[
-            f"- {name}: exit {lever_code}, statuses {', '.join(statuses)}"
-            for name, _, _, lever_code, statuses, _ in levers
+            f"- {lever.name}: exit {lever.code}, statuses "
+            + ", ".join(sorted({t.status for t in lever.targets.values()}))
+            for lever in levers
         ],
         "",
-        "| target | shard | s |",
-        "| --- | ---: | ---: |",
         *shard_rows(targets),
         *[
             line
-            for name, flags, _, _, _, lever_targets in levers
-            for line in [
-                "",
-                f"{name} (`{flags}`):",
-                "",
-                "| target | shard | s |",
-                "| --- | ---: | ---: |",
-                *shard_rows(lever_targets),
-            ]
+            for lever in levers
+            for line in ["", f"{lever.name} (`{lever.flags}`):", "", *shard_rows(lever.targets)]
         ],
         "",
         "| pytest of target | variant | wall s | result |",
@@ -361,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     report = "\n".join(lines) + "\n"
     (RESULTS / "host_suite.md").write_text(report)
     print(report)
-    return 0 if code == 0 and all(lever[3] == 0 for lever in levers) else 1
+    return 0 if all(phase.code == 0 for phase in [defaults, *levers]) else 1
 
 
 if __name__ == "__main__":
