@@ -7,7 +7,9 @@ Fails the run, after the tests ran, for:
   an expected failure that ran and failed (xfail marker, unittest.expectedFailure) passes;
 - what the module defines but pytest does not run: a collection warning (a test class with
   `__init__`, ...), and a unittest.TestCase with test methods that yields no test (it inherits
-  `__test__ = False`), unless the class itself says `__test__ = False` (declared abstract);
+  `__test__ = False`), unless the class itself says `__test__ = False` (declared abstract) or
+  the command line asked for other classes only (plain `pytest test_x.py::SomeClass::test_y`;
+  the runner always names the whole file);
 - a coroutine test method of a plain unittest.TestCase (unittest calls it and never awaits the
   coroutine): the test fails at setup, naming itself;
 - a stale declaration (below).
@@ -26,6 +28,7 @@ NOT_APPLICABLE_PROPERTY; no other skip is.
 """
 
 import inspect
+import pathlib
 import unittest
 
 import pytest
@@ -75,7 +78,7 @@ class OutcomeAudit:
     def pytest_collection_modifyitems(self, config, items):
         collected = list(items)  # before any selection: variant, -k, shard
         yield
-        self.unrun += _uncollected_test_cases(self.modules, collected)
+        self.unrun += _uncollected_test_cases(self.modules, collected, _classes_asked(config))
         ours = [i.nodeid for i in collected if self.variant_of(i) == self.variant]
         try:
             self.declared, unmatched = expectations.assign(self.entries, ours)
@@ -247,14 +250,41 @@ def _coroutine_in_plain_test_case(item) -> bool:
     return inspect.iscoroutinefunction(getattr(cls, getattr(item, "originalname", item.name), None))
 
 
-def _uncollected_test_cases(modules, items) -> list[str]:
-    """TestCase classes of the modules with test methods but no collected test."""
+def _classes_asked(config):
+    """asked(module): None where the command line names the module's file (or a folder above
+    it), so every class must yield tests; else the class names its node ids give
+    (`test_x.py::SomeClass::test_y` asks for SomeClass only)."""
+    here = config.invocation_params.dir
+    whole, named = [], {}
+    for arg in config.args:
+        path, _, inner = arg.partition("::")
+        path = (here / path).resolve()
+        if inner:
+            named.setdefault(path, set()).add(inner.split("::")[0].split("[")[0])
+        else:
+            whole.append(path)
+
+    def asked(module) -> set[str] | None:
+        file = pathlib.Path(module.__file__).resolve()
+        if any(file == path or path in file.parents for path in whole):
+            return None
+        return named.get(file, set())
+
+    return asked
+
+
+def _uncollected_test_cases(modules, items, asked) -> list[str]:
+    """TestCase classes of the modules with test methods but no collected test, of those the
+    command line asked pytest to collect (`asked`, from _classes_asked)."""
     have_items = {getattr(i, "cls", None) for i in items}
     loader = unittest.TestLoader()
     found = []
     for module in modules:
+        classes = asked(module)
         for name, obj in vars(module).items():
             if not (isinstance(obj, type) and issubclass(obj, unittest.TestCase)):
+                continue
+            if classes is not None and name not in classes:
                 continue
             tests = loader.getTestCaseNames(obj)
             if not tests or obj in have_items or vars(obj).get("__test__", True) is False:

@@ -3,6 +3,8 @@ tools/runner/refused_options.py): the real runner on small generated test files.
 test_utils' own modules live in test_utils/tests (test_expectations.py).
 """
 
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -36,8 +38,8 @@ def cases(tmp_path) -> dict[str, junit.Case]:
     return {c.name: c for c in junit.cases(tmp_path / "test.xml")}
 
 
-def run(tmp_path, body: str, env=None):
-    result = run_runner(write_tests(tmp_path, body), env or bazel_env(tmp_path))
+def run(tmp_path, body: str, env=None, args=()):
+    result = run_runner(write_tests(tmp_path, body), env or bazel_env(tmp_path), args=args)
     result.output = result.stdout + result.stderr
     return result
 
@@ -310,6 +312,30 @@ def test_test_case_inheriting_test_false_fails(tmp_path):
         "test_fixture.Real: a unittest.TestCase with tests (test_shared) that pytest does not "
         "collect: it inherits __test__ = False from Base"
     ) in result.output
+
+
+def test_node_ids_on_the_command_line_judge_only_the_classes_they_name(tmp_path):
+    # Plain pytest of one test (bench/host_suite.py runs cases alone so): the module's other
+    # classes were not asked for. The runner names the whole file, so they still count there.
+    body = textwrap.dedent(UNCOLLECTED) + "\nclass Other(unittest.TestCase):\n"
+    body += "    def test_one(self):\n        pass\n"
+    test_file = write_tests(tmp_path, body)
+    plain = {k: v for k, v in bazel_env(tmp_path).items() if not k.startswith(("TEST_", "XML_"))}
+    one = f"{test_file.name}::Other::test_one"
+    argv = [sys.executable, "-m", "pytest", "-p", "test_utils.pytest_plugin", "-p"]
+    argv += ["no:cacheprovider", one]
+    alone = subprocess.run(argv, env=plain, cwd=tmp_path, capture_output=True, text=True)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert "1 passed" in alone.stdout
+    named = subprocess.run(
+        [*argv[:-1], f"{test_file.name}::Real"], env=plain, cwd=tmp_path, capture_output=True
+    )
+    assert named.returncode != 0  # asked for by name and never collected
+    through_runner = run(tmp_path, body, args=[one])
+    assert through_runner.returncode == 1
+    assert "test_fixture.Real: a unittest.TestCase with tests (test_shared)" in (
+        through_runner.output
+    )
 
 
 def test_abstract_test_case_declared_in_its_own_body_passes(tmp_path):
