@@ -17,18 +17,24 @@ ENVVARS_BZL = table.ROOT / "tools" / "hardware" / "envvars.bzl"
 
 
 def plain_pytest_env(
-    variant: str, pythonpath: str, caches: pathlib.Path, python: str, **extra: str
+    variant: str,
+    pythonpath: str,
+    caches: pathlib.Path,
+    python: str,
+    kernels: pathlib.Path | None = None,
+    **extra: str,
 ) -> dict[str, str]:
     """This process's environment as a plain pytest run of `variant` with `python` needs it,
-    kernel and bytecode caches under `caches`; `extra` last."""
+    bytecode under `caches`, kernel caches under `kernels` (default `caches`); `extra` last."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(envvars.PREFIX)}
     env.update(table.read_literals(ENVVARS_BZL)["COMMON_ENV"])
     env.update(table.table()["VARIANTS"][variant]["env"])
     env.update(
         {envvars.VARIANT: variant, "PYTHONPATH": pythonpath, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     )
+    kernels = kernels or caches
     env.update(
-        TORCHINDUCTOR_CACHE_DIR=str(caches / "inductor"), TRITON_CACHE_DIR=str(caches / "triton")
+        TORCHINDUCTOR_CACHE_DIR=str(kernels / "inductor"), TRITON_CACHE_DIR=str(kernels / "triton")
     )
     # The same bytecode as Bazel's tests get (compiled as @pypi's fetch compiles it, where the
     # interpreter's torch ships none; then the runner's decision), not the image's
