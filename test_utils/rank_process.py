@@ -3,7 +3,8 @@
 main(spec) is every rank's entry point. In order: leave the parent's process group and die with
 the test process, send output to the rank's log, arm a SIGUSR1 stack dump, take the test
 process's environment, join the FileStore rendezvous, run the function, and report its return
-value, exception or skip to the parent over a pipe. It always ends with os._exit.
+value (after its peak GPU memory, if it used CUDA), exception or skip to the parent over a pipe.
+It always ends with os._exit.
 """
 
 import contextlib
@@ -25,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 from tools.hardware import memory_cap
-from tools.runner import lifetime, process_env
+from tools.runner import gpu_peak, lifetime, process_env
 
 
 @dataclasses.dataclass
@@ -65,6 +66,9 @@ def main(spec: RankSpec) -> None:
         _report_exception(spec, exc, "")
         _exit(1)
     try:
+        peak = gpu_peak.peak_mib()
+        if peak is not None:  # the test process records the largest (tools/runner/gpu_peak.py)
+            spec.conn.send(("gpu_peak", peak))
         spec.conn.send(("return", value))
     except Exception as exc:
         _report_exception(spec, exc, " while sending its return value to the parent")

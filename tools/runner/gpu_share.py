@@ -10,20 +10,19 @@ two large ones instead of holding half a GPU while a large one waits. Otherwise 
 every slot of its GPUs:
 
   the target says it needs a whole GPU     TORCH_TEST_WHOLE_GPU=1 (torch_test whole_gpu = True)
-  no peak recorded for the target          TORCH_TEST_GPU_PEAK_MIB unset (rank-process tests:
-                                           ranks' memory is not recorded, so never shared)
+  no peak recorded for the target          TORCH_TEST_GPU_PEAK_MIB unset (e.g. never recorded,
+                                           or ranks of a launcher that reports none)
   the peak needs every slot                peak * MARGIN + CONTEXT_MIB > GPU memory - one slot
 
-Peaks are recorded like durations: the runner prints `torch_test gpu memory: peak_mib=N`,
-tools/update_test_times.py writes GPU_PEAK_MIB in tools/test_times.bzl, and
-tools/build_defs/recorded.bzl hands each GPU target its own.
+Peaks are recorded like durations: the runner prints the test's peak per GPU, its rank
+processes' included (tools/runner/gpu_peak.py), tools/update_test_times.py writes GPU_PEAK_MIB
+in tools/test_times.bzl, and tools/build_defs/recorded.bzl hands each GPU target its own.
 TORCH_TEST_SLOTS_PER_GPU=N (e.g. --test_env) overrides: every test not declared whole then
 takes one of N slots, whatever its memory.
 """
 
 import dataclasses
 import math
-import sys
 from collections.abc import Callable
 
 from tools.hardware import envvars, probe
@@ -32,7 +31,6 @@ from tools.hardware import envvars, probe
 DEFAULT_SLOTS = 8
 MARGIN = 1.25
 CONTEXT_MIB = 1024
-PEAK_LINE = "torch_test gpu memory: peak_mib="
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,13 +68,3 @@ def decide(env, memory_mib: Callable[[], int | None] = probe.gpu_memory_mib) -> 
     return Decision(
         slots, each, f"needs ~{need:.0f} MiB: {each} of {slots} slots of {slot:.0f} MiB"
     )
-
-
-def report_peak(log=sys.stderr) -> None:
-    """Prints this process's peak GPU memory (caching allocator) if it used CUDA."""
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_initialized():
-        return
-    peak = max(torch.cuda.max_memory_reserved(d) for d in range(torch.cuda.device_count()))
-    # On a line of its own: pytest leaves its progress line ("....  [100%]") unterminated.
-    print(f"\n{PEAK_LINE}{peak // 2**20}", file=log)

@@ -52,6 +52,7 @@ from tools.runner import (
     collection,
     completion,
     gpu_lease,
+    gpu_peak,
     gpu_share,
     node_ids,
     private_tmp,
@@ -169,7 +170,7 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     if selector.total > 1:
         plugins.append(collection.recorder(_collection_record(ledger)))
     code = pytest.main(args, plugins=plugins)
-    gpu_share.report_peak()
+    gpu_peak.report_peak()
     return _exit_code(code, selector, env)
 
 
