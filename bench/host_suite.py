@@ -172,12 +172,15 @@ def declared_variants(every: list[str]) -> dict[str, list[str]]:
     return declared
 
 
-def pytest_env(label: str, declared, python: str, kernels: pathlib.Path) -> dict[str, str]:
+def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: str):
+    """One plain pytest process, as `label`'s variant runs it: (process, wall, summary line)."""
     source, variant = variant_of(label)
     caches = KERNEL_CACHE / "pytest"  # bytecode here, compiled once (bench/plain_env.py)
     env = plain_env.plain_pytest_env(variant, str(ROOT), caches, python, kernels=kernels)
     env[envvars.DECLARED_VARIANTS] = json.dumps(declared[source])
-    return env
+    cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider"]
+    proc, wall = timed([*cmd, *args], env=env)
+    return proc, wall, (proc.stdout.strip().splitlines() or ["?"])[-1]
 
 
 def plain_pytest(ran: list[str], declared, python: str):
@@ -190,11 +193,10 @@ def plain_pytest(ran: list[str], declared, python: str):
     for index, label in enumerate(ran):
         source, variant = variant_of(label)
         xml = scratch / f"{index}.xml"
-        env = pytest_env(label, declared, python, KERNEL_CACHE / "pytest")
-        cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", source]
         junit_args = [f"--junitxml={xml}", "-o", "junit_family=xunit1"]  # node ids, as Bazel's
-        proc, wall = timed([*cmd, *junit_args, "-p", "no:cacheprovider"], env=env)
-        summary = (proc.stdout.strip().splitlines() or ["?"])[-1]
+        _, wall, summary = run_pytest(
+            label, declared, python, KERNEL_CACHE / "pytest", source, *junit_args
+        )
         rows.append((label, variant, wall, summary))
         log(f"pytest {source} [{variant}]: {wall:.1f} s, {summary}")
         if xml.exists():
@@ -219,12 +221,9 @@ ALONE_RUNS = 2
 
 def case_alone(case: Case, declared, python: str, kernels: pathlib.Path) -> float:
     """The fastest of ALONE_RUNS fresh plain pytest processes that run only this case."""
-    env = pytest_env(case.label, declared, python, kernels)
-    cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider"]
     walls = []
     for _ in range(ALONE_RUNS):
-        proc, wall = timed([*cmd, case.node_id], env=env)
-        summary = (proc.stdout.strip().splitlines() or ["?"])[-1]
+        proc, wall, summary = run_pytest(case.label, declared, python, kernels, case.node_id)
         log(f"alone {case.node_id} [{case.variant}]: {wall:.1f} s, {summary}")
         if proc.returncode:
             raise RuntimeError(f"{case.node_id} alone failed: {summary}")
