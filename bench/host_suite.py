@@ -7,6 +7,10 @@ For GPU hosts whose image ships torch (no pinned @pypi, maybe no Bazel: the bund
 each, cold kernel caches (each phase gets an empty one), ratios printed and written to
 RESULTS_DIR/host_suite.md (default bench/results):
 
+  memo     one process compiles on the CPU once, so inductor's vector-ISA probes are kept for
+           this host (tools/runner/vec_isa_memo.py), as on any host that has run a test:
+           the runs below start from them (compare
+           'memo-off=--test_env=TORCH_TEST_VEC_ISA_MEMO=off'); its seconds are the one-time cost
   record   only if a GPU target of the suite has no peak GPU memory in tools/test_times.bzl:
            its GPU targets once through Bazel, then tools/update_test_times.py, so the
            default run below decides GPU sharing from measured peaks (tools/runner/gpu_share.py).
@@ -15,7 +19,8 @@ RESULTS_DIR/host_suite.md (default bench/results):
            the defaults (thread budget, GPU sharing, shards), nothing else set. Its per-case
            seconds and GPU peaks then go through tools/update_test_times.py, and the result is
            copied to RESULTS_DIR/test_times.bzl: this host's record, to commit if it should
-           decide shard packing and GPU sharing from now on.
+           decide shard packing and GPU sharing from now on (tools/test_times.bzl itself is
+           left as it was, so --compare runs pack and share as the defaults did).
   pytest   the same targets' tests through plain pytest, one (file, variant) after another, in
            the same interpreter, only the targets Bazel ran (not those it SKIPPED), with the
            bytecode cache Bazel's tests get (tools/runner/bytecode.py)
@@ -130,6 +135,23 @@ def record(events: pathlib.Path) -> str:
     )
     shutil.copy(update_test_times.TIMES, RESULTS / "test_times.bzl")
     return update.stdout.strip() or update.stderr.strip()
+
+
+def fill_vec_isa_memo(python: str) -> str:
+    """Inductor's vector-ISA probes kept for this host (tools/runner/vec_isa_memo.py), as any
+    host that has run a test before keeps them: every run below starts from them, and this
+    is their one-time cost."""
+    compile_once = (
+        "from tools.runner import vec_isa_memo; vec_isa_memo.watch(); import torch; "
+        "torch.compile(lambda x: x.sin(), backend='inductor')(torch.ones(8)); "
+        "print(vec_isa_memo.summary())"
+    )
+    env = plain_env.without_compiler_variables(os.environ)  # the tests' compiler's probes
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(KERNEL_CACHE / "memo_fill")
+    proc, wall = timed([python, "-c", compile_once], env=env)
+    if proc.returncode:
+        raise RuntimeError(f"filling the vec-ISA memo failed: {proc.stderr[-2000:]}")
+    return f"{wall:.1f} s ({proc.stdout.strip()})"
 
 
 def record_peaks_if_missing() -> str:
@@ -376,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         print(build.stderr[-3000:], file=sys.stderr)
         return 1
     log(f"build (server start, analysis, runfiles): {build_wall:.0f} s")
+    memo = fill_vec_isa_memo(python)
+    log(f"vec-ISA memo: {memo}")
     recorded = record_peaks_if_missing()
 
     defaults = bazel_phase("", "defaults", "")
@@ -383,17 +407,20 @@ def main(argv: list[str] | None = None) -> int:
     results = {label: target.status for label, target in targets.items()}
     ran = sorted(label for label, status in results.items() if status != bep.SKIPPED)
     log(f"bazel default results: {results}")
+    # Read before a lever's run replaces the test logs and XML they come from.
     runner = runner_lines(targets, "torch_test threads:", "torch_test lease:")
+    default_cases = bazel_cases(targets)
+    committed = update_test_times.TIMES.read_text()
+    log(f"this host's record: {record(defaults.events)}")
+    update_test_times.TIMES.write_text(committed)  # the levers run on the defaults' record
     levers = [
         bazel_phase(f"_{index}", *entry.partition("=")[::2])
         for index, entry in enumerate(options.compare)
     ]
-    # After the levers, which must run on the same record (shard packing, GPU sharing).
-    log(f"this host's record: {record(defaults.events)}")
 
     declared = declared_variants(sorted(targets))
     rows, cases = ([], []) if options.no_pytest else plain_pytest(ran, declared, python)
-    runs = {"Bazel defaults": bazel_cases(targets)}
+    runs = {"Bazel defaults": default_cases}
     if not options.no_pytest:
         runs = {"pytest": cases, **runs}
     # Warm kernels (conservative): the pytest run's, or else the last Bazel run's.
@@ -418,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Suite on this host (host-interpreter mode): Bazel defaults vs plain pytest vs bound",
         "",
-        f"host: {cores} cores, {gpus} GPUs; targets {' '.join(TARGETS)}; {recorded}",
+        f"host: {cores} cores, {gpus} GPUs; targets {' '.join(TARGETS)}; {recorded}; "
+        f"vec-ISA memo filled once: {memo}",
         "",
         "| run | wall s | / bound | / pytest |",
         "| --- | ---: | ---: | ---: |",

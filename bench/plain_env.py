@@ -3,7 +3,7 @@
 The ratios the benches report compare Bazel with plain pytest, so both sides must run the tests
 under the same variables: torch_test's COMMON_ENV (tools/hardware/envvars.bzl), the variant's
 env from the table (tools/build_defs/variants.bzl), the runner's pytest plugin settings; and none
-of this process's TORCH_TEST_* variables.
+of this process's TORCH_TEST_* variables or compiler choice.
 """
 
 import os
@@ -14,6 +14,14 @@ from tools.hardware import envvars, table
 from tools.runner import bytecode
 
 ENVVARS_BZL = table.ROOT / "tools" / "hardware" / "envvars.bzl"
+# Bazel's tests never see these (its strict action environment passes neither), so inductor
+# builds their kernels, and probes its vector ISAs, with the `g++` on PATH: plain pytest must
+# not build with another compiler (GPU images may set CXX to a wrapper of their own).
+COMPILER_VARIABLES = ("CXX", "CC")
+
+
+def without_compiler_variables(env) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in COMPILER_VARIABLES}
 
 
 def plain_pytest_env(
@@ -26,7 +34,11 @@ def plain_pytest_env(
 ) -> dict[str, str]:
     """This process's environment as a plain pytest run of `variant` with `python` needs it,
     bytecode under `caches`, kernel caches under `kernels` (default `caches`); `extra` last."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(envvars.PREFIX)}
+    env = {
+        k: v
+        for k, v in without_compiler_variables(os.environ).items()
+        if not k.startswith(envvars.PREFIX)
+    }
     env.update(table.read_literals(ENVVARS_BZL)["COMMON_ENV"])
     env.update(table.table()["VARIANTS"][variant]["env"])
     env.update(

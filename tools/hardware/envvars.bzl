@@ -23,6 +23,7 @@ RUNNER_ENV = {
     "SLOTS_PER_GPU": "TORCH_TEST_SLOTS_PER_GPU",
     "START_METHOD": "TORCH_TEST_START_METHOD",
     "NODE_IDS": "TORCH_TEST_NODE_IDS",
+    "VEC_ISA_MEMO": "TORCH_TEST_VEC_ISA_MEMO",
 }
 
 # What repository rules read (host_hardware.bzl, tools/python/pypi.bzl), set by users,
