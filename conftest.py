@@ -1,2 +1,2 @@
 # Plain `pytest` runs from the repository root get the same variant selection as Bazel runs.
-pytest_plugins = ["test_utils.pytest_plugin"]
+pytest_plugins = ["tools.runner.session.plugin"]

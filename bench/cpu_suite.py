@@ -126,7 +126,7 @@ def plain_pytest():
             "pytest",
             "-q",
             "-p",
-            "test_utils.pytest_plugin",
+            "tools.runner.session.plugin",
             source,
         ]
         proc, w, c = measured(cmd, env=env)

@@ -8,7 +8,7 @@ each, cold kernel caches (each phase gets an empty one), ratios printed and writ
 RESULTS_DIR/host_suite.md (default bench/results):
 
   memo     one process compiles on the CPU once, so inductor's vector-ISA probes are kept for
-           this host (tools/runner/vec_isa_memo.py), as on any host that has run a test:
+           this host (tools/runner/process/vec_isa_memo.py), as on any host that has run a test:
            the runs below start from them (compare
            'memo-off=--test_env=TORCH_TEST_VEC_ISA_MEMO=off'); its seconds are the one-time cost
   record   only if a GPU target of the suite has no peak GPU memory in tools/test_times.bzl:
@@ -138,11 +138,12 @@ def record(events: pathlib.Path) -> str:
 
 
 def fill_vec_isa_memo(python: str) -> str:
-    """Inductor's vector-ISA probes kept for this host (tools/runner/vec_isa_memo.py), as any
+    """Inductor's vector-ISA probes kept for this host (tools/runner/process/vec_isa_memo.py), as
+    any
     host that has run a test before keeps them: every run below starts from them, and this
     is their one-time cost."""
     compile_once = (
-        "from tools.runner import vec_isa_memo; vec_isa_memo.watch(); import torch; "
+        "from tools.runner.process import vec_isa_memo; vec_isa_memo.watch(); import torch; "
         "torch.compile(lambda x: x.sin(), backend='inductor')(torch.ones(8)); "
         "print(vec_isa_memo.summary())"
     )
@@ -200,7 +201,16 @@ def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: 
     caches = KERNEL_CACHE / "pytest"  # bytecode here, compiled once (bench/plain_env.py)
     env = plain_env.plain_pytest_env(variant, str(ROOT), caches, python, kernels=kernels)
     env[envvars.DECLARED_VARIANTS] = json.dumps(declared[source])
-    cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider"]
+    cmd = [
+        python,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "tools.runner.session.plugin",
+        "-p",
+        "no:cacheprovider",
+    ]
     proc, wall = timed([*cmd, *args], env=env)
     return proc, wall, (proc.stdout.strip().splitlines() or ["?"])[-1]
 

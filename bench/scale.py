@@ -137,7 +137,16 @@ def pytest_env(python: str) -> dict:
 
 def run_pytest(python: str, extra: list[str]) -> tuple[float, str]:
     host_suite.cold_kernel_cache()
-    cmd = [python, "-m", "pytest", "-q", "-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider"]
+    cmd = [
+        python,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "tools.runner.session.plugin",
+        "-p",
+        "no:cacheprovider",
+    ]
     proc, wall = host_suite.timed([*cmd, *extra, PACKAGE], env=pytest_env(python))
     if proc.returncode:
         raise SystemExit(

@@ -48,7 +48,7 @@ import torch.distributed as dist
 
 from test_utils import rank_process
 from tools.hardware import envvars
-from tools.runner import gpu_peak, process_env
+from tools.runner.process import gpu_peak, process_env
 
 MAX_TIMEOUT_S = 300.0
 MIN_TIMEOUT_S = 1.0

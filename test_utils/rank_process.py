@@ -25,8 +25,8 @@ import unittest
 import torch
 import torch.distributed as dist
 
-from tools.hardware import memory_cap
-from tools.runner import gpu_peak, lifetime, process_env, vec_isa_memo
+from tools.runner.process import gpu_peak, lifetime, memory_cap, process_env, vec_isa_memo
+from tools.runner.session import call_results
 
 
 @dataclasses.dataclass
@@ -58,6 +58,7 @@ def main(spec: RankSpec) -> None:
     _arm_stack_dump(spec.stack_path)
     _adopt_environment(spec)
     vec_isa_memo.watch()
+    call_results.install_unittest()  # a rank's test method that returns a value fails too
     try:
         memory_cap.cap_gpu_memory()
         fn, args = _load_call(spec)
@@ -68,7 +69,9 @@ def main(spec: RankSpec) -> None:
         _exit(1)
     try:
         peak = gpu_peak.peak_mib()
-        if peak is not None:  # the test process records the largest (tools/runner/gpu_peak.py)
+        if (
+            peak is not None
+        ):  # the test process records the largest (tools/runner/process/gpu_peak.py)
             spec.conn.send(("gpu_peak", peak))
         spec.conn.send(("return", value))
     except Exception as exc:

@@ -8,7 +8,7 @@ every entry is an error (the test has no expectation for it), never a silent pas
 
 import torch
 
-from test_utils.releases import parse_release, torch_release
+from tools.runner.session.releases import parse_release, torch_release
 
 
 def by_torch_version(expectations: dict):

@@ -3,7 +3,8 @@
     python3 tools/add_test.py path/to/test_x.py     (run from anywhere; prints to stdout)
 
 Variants and nccl / triton come from collecting the file the way its targets will: pytest with
-the variant plugin, so our markers and torch's own decorators (test_utils/upstream_decorators.py)
+the variant plugin, so our markers and torch's own decorators
+(tools/runner/session/upstream_decorators.py)
 place each test, in a child process with the GPUs hidden (as the cpu variant sees them). The
 interpreter is $TORCH_TEST_PYTHON, else this one; it needs what the file imports. Deps come from
 the file's imports. Review the stanza: a dependency the file reaches only indirectly is not seen.
@@ -18,7 +19,7 @@ import sys
 
 from tools.hardware import envvars, probe, variants
 
-PLUGIN = "test_utils.pytest_plugin"
+PLUGIN = "tools.runner.session.plugin"
 # The child's one line of output the parent reads: each test's variant and features.
 PLACEMENT = "torch_test placement: "
 
@@ -26,8 +27,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # test_utils modules and the library that holds each.
 _TEST_UTILS = {
     "hardware": "hardware",
-    "pytest_plugin": "hardware",
-    "upstream_decorators": "hardware",
     "distributed": "distributed",
     "multiprocess_testcase": "distributed",
     "rank_process": "distributed",

@@ -9,7 +9,7 @@ import sys
 import types
 
 from tools import update_test_times
-from tools.runner import gpu_peak
+from tools.runner.process import gpu_peak
 
 
 def test_peak_after_pytest_progress_is_recorded(monkeypatch):

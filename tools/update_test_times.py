@@ -7,7 +7,7 @@ Reads each invocation's build event file (tools/results): exactly the targets it
 results too) and the test.xml and test.log of every shard. Run it on the host that ran the tests
 (the files the events name must exist), e.g. on a GPU host after its run. Only targets found
 there are updated; others keep their records. Node ids are pytest's, relative to the workspace
-root. Peaks come from the runner's `torch_test gpu memory:` line (tools/runner/gpu_peak.py),
+root. Peaks come from the runner's `torch_test gpu memory:` line (tools/runner/process/gpu_peak.py),
 the largest of a target's shards.
 
 Why a .bzl and not a JSON runfile: the torch_test macro loads it and hands each target only
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))  # run as a script too
 
 from tools.hardware import table  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
-from tools.runner import gpu_peak  # noqa: E402
+from tools.runner.process import gpu_peak  # noqa: E402
 
 TIMES = ROOT / "tools" / "test_times.bzl"
 PEAK = re.compile(rf"^{re.escape(gpu_peak.PEAK_LINE)}(\d+)$", re.M)

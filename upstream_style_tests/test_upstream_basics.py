@@ -2,7 +2,7 @@
 
 Written in the style of PyTorch's own tests (not copied from them) to check that such a file
 runs as a torch_test unchanged: its CUDA cases land in the gpu variant through torch's own
-requirement decorators (test_utils/upstream_decorators.py), the rest in the cpu variant.
+requirement decorators (tools/runner/session/upstream_decorators.py), the rest in the cpu variant.
 """
 
 import torch

@@ -29,7 +29,7 @@ from test_utils.distributed import RankFailure, run_ranks, single_process_group
 from test_utils.dtensor import DTensorTestCase, with_comms
 from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
 from tools.hardware import envvars
-from tools.runner import gpu_peak
+from tools.runner.process import gpu_peak
 
 HANG_TIMEOUT_S = 8.0
 # Past the timeout: up to STACK_DUMP_WAIT_S for stack dumps, then kill and reap.

@@ -8,7 +8,8 @@ import torch
 
 from test_utils import hardware, versions
 from test_utils.dynamo import guard_text
-from tools.hardware import envvars, memory_cap, variants
+from tools.hardware import envvars, variants
+from tools.runner.process import memory_cap
 
 
 class Base(unittest.TestCase):

@@ -1,7 +1,7 @@
 """Facts recorded per target (tools/test_times.bzl), handed to each target through its environment.
 
   TORCH_TEST_DURATIONS     JSON, pytest node id -> seconds: the runner packs shards
-                           longest-first from it (tools/runner/sharding.py). Sharded targets only.
+                           longest-first from it (tools/runner/session/sharding.py). Sharded targets only.
   TORCH_TEST_GPU_PEAK_MIB  peak GPU memory of the target's test process: the runner lets it
                            share a GPU only if that fits (tools/runner/gpu_share.py). GPU variants.
 

@@ -35,8 +35,8 @@ _PLATFORMS = "//tools/platforms:"
 
 RUNNER = "//tools/runner:pytest_runner.py"
 
-# The runner and the plugin it loads (test_utils.pytest_plugin), in every target.
-RUNNER_DEPS = ["//test_utils:hardware", "//tools/runner"]
+# The runner and the plugin it loads (tools.runner.session.plugin), in every target.
+RUNNER_DEPS = ["//tools/runner"]
 
 # What tools/hardware/variants.py needs of the table: each variant's GPU count. Passed in the
 # environment rather than as a file, so editing a pool or timeout re-runs nothing.
@@ -183,7 +183,7 @@ def torch_test(
       size: Bazel test size of every variant.
       timeout: Bazel timeout; default: the variant's (GPU variants may wait for the lease).
       deps: what the source imports (e.g. "//test_utils:dynamo", "@pypi//:torch"); the runner
-        and its plugin (//tools/runner, //test_utils:hardware, pytest) are implicit.
+        and its plugin (//tools/runner, which holds //tools/runner/session, and pytest) are implicit.
       data: runfiles of every variant.
       env: extra environment, applied over the variant's (no TORCH_TEST_* variable: those are
         the macro's and the runner's).
@@ -193,7 +193,7 @@ def torch_test(
       args: extra pytest arguments, each passed as written (`["-k", "not hf_bert"]`: no
         inner quotes; Bazel's word splitting does not apply).
       expectations: a TOML file beside `src` declaring tests expected to skip or fail, each with
-        its reason (format: test_utils/expectations.py); undeclared skips fail the target, and
+        its reason (format: tools/runner/session/expectations.py); undeclared skips fail the target, and
         so do declarations that no longer hold.
       **kwargs: passed to every py_test (e.g. flaky).
     """

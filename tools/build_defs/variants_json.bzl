@@ -1,6 +1,6 @@
 """`variants_json`: the variant table as Starlark evaluates it, for the Python side's self-test.
 
-test_utils/hardware_table.py reads variants.bzl's literals with Python's `ast`;
+tools/hardware/table.py reads variants.bzl's literals with Python's `ast`;
 //test_utils/tests:test_hardware_table compares that reading with this file, plus what Starlark
 derives from the table (tag filters, constraints a host offers).
 """

@@ -19,7 +19,7 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
    report directory (the next gate overwrites the output base).
 3. Compares per test case (tools/gate/compare.py), and what ran on one side only (coverage).
 4. Re-runs the failing cases of every regression twice more on the candidate, selected by
-   exact node id (--test_env=TORCH_TEST_NODE_IDS, tools/runner/node_ids.py) and checked in
+   exact node id (--test_env=TORCH_TEST_NODE_IDS, tools/runner/session/node_ids.py) and checked in
    the re-runs' test.xml: consistent, flaky, or not confirmed (the case did not run again).
    --repeat N runs every candidate target N more times to find flakes that passed first.
 5. Writes report.md and report.json to --out (printed).
@@ -53,7 +53,7 @@ ROOT = sides.ROOT
 BAZEL = ROOT / "tools" / "bazel"
 CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
 EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_BAZEL, EXIT_INCOMPLETE = 1, 2, 3, 4
-NODE_IDS_ENV = envvars.NODE_IDS  # tools/runner/node_ids.py
+NODE_IDS_ENV = envvars.NODE_IDS  # tools/runner/session/node_ids.py
 CONFIRM_RUNS = 2
 # Exit codes of `bazel test` that still leave complete results: ok, build failed (with
 # --keep_going), tests failed, no tests ran.

@@ -17,7 +17,9 @@ VARIANTS = "TORCH_TEST_VARIANTS"  # JSON [[variant, GPUs]], in the table's order
 DECLARED_VARIANTS = "TORCH_TEST_DECLARED_VARIANTS"  # JSON [variant]: the source's targets
 DECLARED_FEATURES = "TORCH_TEST_DECLARED_FEATURES"  # JSON {variant: [feature]}
 WHOLE_GPU = "TORCH_TEST_WHOLE_GPU"  # "1": never share a GPU (tools/runner/gpu_share.py)
-EXPECTATIONS = "TORCH_TEST_EXPECTATIONS"  # the declared-outcomes file (test_utils/expectations.py)
+EXPECTATIONS = (
+    "TORCH_TEST_EXPECTATIONS"  # the declared-outcomes file (tools/runner/session/expectations.py)
+)
 # Recorded per target (tools/build_defs/recorded.bzl).
 DURATIONS = "TORCH_TEST_DURATIONS"  # JSON {node id: seconds}
 GPU_PEAK_MIB = "TORCH_TEST_GPU_PEAK_MIB"  # peak GPU memory of the test process

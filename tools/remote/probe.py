@@ -10,8 +10,8 @@ no CUDA: the rig's GPU-pool worker has no GPUs and simulates them (check_remote.
 import os
 import socket
 
-from test_utils import hardware
 from tools.hardware import variants
+from tools.runner.session import markers
 
 
 def _probe():
@@ -22,7 +22,7 @@ def _probe():
 
 
 def _probe_test(gpus: int):
-    @hardware.requires_gpus(gpus)
+    @markers.requires_gpus(gpus)
     def test():
         _probe()
 

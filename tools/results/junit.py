@@ -16,7 +16,8 @@ Outcomes, from how pytest encodes them:
 A testcase without a name is no test: pytest writes one when the session is interrupted (the
 runner's SIGTERM handler, i.e. a Bazel timeout); cases() leaves it out.
 
-A case's JUnit properties (pytest's item.user_properties, written by test_utils.outcome_audit)
+A case's JUnit properties (pytest's item.user_properties, written by
+tools.runner.session.outcome_audit)
 say why an outcome is accepted: `declared` ("skip: <reason>" / "fail: <reason>", from the
 target's expectations file; a declared failure reads as xfail) and `not_applicable` (the test
 needs hardware no variant offers), so a gate can tell "declared" from "regressed".

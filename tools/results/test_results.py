@@ -265,7 +265,7 @@ class JunitTest(unittest.TestCase):
         self.assertEqual((cases[0].id, cases[0].time_s), ("m.C::test_pass", 1.5))
 
     def test_declared_and_not_applicable_properties(self):
-        # As pytest writes item.user_properties (xunit1) for test_utils.outcome_audit.
+        # As pytest writes item.user_properties (xunit1) for tools.runner.session.outcome_audit.
         xml = (
             '<testsuites><testsuite name="t">'
             '<testcase classname="m" name="test_declared"><properties>'

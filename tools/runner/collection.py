@@ -1,36 +1,36 @@
-"""One stable collection for every shard: a fixed hash seed, and a check that it is enough.
+"""The source's inventory beside the tests, and one stable collection for every shard.
+
+Every target starts one more process beside its tests (`Check`): the inventory
+(tools/runner/session/inventory.py), which collects the source without the target's conftest,
+args, ini file or plugins and records every case, its variant and its parameters, and every
+test-named definition that yields no case. The runner holds the tests' ledger against it
+(tools/runner/completion.py `account`).
 
 Bazel's shards are separate processes, maybe on separate hosts, with no channel to each other;
-each collects the file itself and keeps its part (tools/runner/sharding.py). That partitions
-the tests only if every shard collects the same ids meaning the same cases. pytest names
-parameters it cannot print by position (`case0`, `case1`, ...): over a set, the position of a
-case depends on the process's string hash seed, so two shards could each run `case0` as a
+each collects the file itself and keeps its part (tools/runner/session/sharding.py). That
+partitions the tests only if every shard collects the same ids meaning the same cases. pytest
+names parameters it cannot print by position (`case0`, `case1`, ...): over a set, the position
+of a case depends on the process's string hash seed, so two shards could each run `case0` as a
 different case, one case twice and another never.
 
 * `hash_seed_env`: test processes get PYTHONHASHSEED=0 unless the user set one
   (`--test_env=PYTHONHASHSEED=...`). The runner sets it, not torch_test's env: the runner sees
   a user's value and keeps it, under `bazel test`, `bazel run` and on remote workers alike.
 * A fixed seed alone does not make ids mean one thing: object hashes and reprs follow memory
-  addresses, values may come from a random generator or the host. So each shard of a sharded
-  target proves it: the runner collects the file a second time, in a child with another hash
-  seed, concurrently with the tests, and compares node id -> parameter reprs with what the test
-  process collected (`recorder`, before any selection). A difference fails the shard, naming
-  it: if two processes on one host disagree, shards elsewhere can too. Unsharded targets skip
-  it: one process's collection is trivially the one it runs. Cost: one more collection (the
-  test module's imports) per shard, in parallel with the tests (bench/collection_check_cost.sh).
+  addresses, values may come from a random generator or the host. So the inventory runs with
+  another hash seed, and each shard of a sharded target compares node id -> parameter reprs
+  of the ids both processes collected with what its test process collected (`recorder`, before
+  any selection). A difference fails the shard, naming it: if two processes on one host
+  disagree, shards elsewhere can too. Cost: one more collection per target (the test module's
+  imports), in parallel with the tests (bench/collection_check_cost.sh).
 """
 
 import json
 import os
-import re
 import subprocess
-import sys
 
 SEED_ENV = "PYTHONHASHSEED"
 DEFAULT_SEED = "0"
-# Reprs that differ between processes only by where an object lives.
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-_REPR_LIMIT = 300
 _SHOWN = 10
 
 
@@ -43,43 +43,6 @@ def other_seed(seed: str) -> str:
     return "1" if seed != "1" else "2"
 
 
-def _stable_repr(value) -> str:
-    return _ADDRESS.sub("0x?", repr(value))[:_REPR_LIMIT]
-
-
-def describe(items) -> dict[str, dict[str, str]]:
-    """node id -> {parameter: repr} of collected items (empty for unparametrized ones)."""
-    described = {}
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        params = callspec.params if callspec else {}
-        described[item.nodeid] = {k: _stable_repr(v) for k, v in sorted(params.items())}
-    return described
-
-
-def recorder(path: str, run_nothing: bool = False):
-    """pytest plugin: writes what was collected, before any selection (variant, -k, shard).
-
-    A hook wrapper, so it sees the items before every plugin's selection, whatever their order;
-    with `run_nothing` it then empties the selection (the check's child: not --collect-only,
-    which the runner refuses for tests, and which prints every id).
-    """
-    import pytest  # not at import: the runner's parent process never loads pytest
-
-    class Recorder:
-        @pytest.hookimpl(wrapper=True)
-        def pytest_collection_modifyitems(self, items):
-            with open(path + ".tmp", "w") as f:
-                json.dump(describe(items), f)
-            os.replace(path + ".tmp", path)
-            result = yield
-            if run_nothing:
-                items[:] = []
-            return result
-
-    return Recorder()
-
-
 def differences(ours: dict, theirs: dict) -> list[str]:
     """Readable lines for every id that one collection lacks or the two describe differently."""
     lines = [f"only with this shard's seed: {n}" for n in sorted(ours.keys() - theirs.keys())]
@@ -90,28 +53,27 @@ def differences(ours: dict, theirs: dict) -> list[str]:
     return lines
 
 
-def collect(out: str, args: list[str]) -> int:
-    """The check's child: collects `args` as the test process does, records it, runs nothing.
+def local_ids(described: dict) -> dict:
+    """The record with node ids reduced to their file's name (as the inventory keys them)."""
+    from tools.runner.session.inventory import local_id
 
-    Its exit status means nothing (no test selected); the record's existence says it collected.
-    """
-    import pytest
-
-    return int(pytest.main(args, plugins=[recorder(out, run_nothing=True)]))
+    return {local_id(n): params for n, params in described.items()}
 
 
 class Check:
-    """The second collection of a sharded target, started beside the tests."""
+    """The inventory of a target's source, collected in a process started beside the tests."""
 
-    def __init__(self, runner: str, flag: str, args: list[str], env, workdir: str):
+    def __init__(self, command: list[str], args: list[str], env, workdir: str):
         self.seed = env.get(SEED_ENV, DEFAULT_SEED)
         self.other = other_seed(self.seed)
-        self.out = os.path.join(workdir, "collection.check")
-        self.log = os.path.join(workdir, "collection.check.log")
-        child_env = {**env, SEED_ENV: self.other}
+        self.out = os.path.join(workdir, "inventory.json")
+        self.log = os.path.join(workdir, "inventory.log")
+        # Nothing the target configures reaches it: no user options through the environment.
+        child_env = {k: v for k, v in env.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
+        child_env[SEED_ENV] = self.other
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, runner, flag, self.out, *args],
+                [*command, self.out, *args],
                 env=child_env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -122,17 +84,28 @@ class Check:
             self.proc.kill()
         self.proc.wait()
 
-    def verdict(self, recorded: str) -> tuple[int, str]:
-        """0 and "" when the tests' collection (in `recorded`) matches the second one."""
+    def inventory(self) -> tuple[dict | None, str]:
+        """The inventory, or None and why it could not be taken."""
         self.proc.wait()
-        if not os.path.exists(recorded):
-            return 0, ""  # the tests never collected: their own failure says why
         if not os.path.exists(self.out):
             with open(self.log) as f:
                 tail = f.read()[-3000:]
-            return 1, f"the second collection (PYTHONHASHSEED={self.other}) failed:\n{tail}"
-        with open(recorded) as f, open(self.out) as g:
-            lines = differences(json.load(f), json.load(g))
+            return None, f"the inventory of the source (collected without conftest) failed:\n{tail}"
+        with open(self.out) as f:
+            found = json.load(f)
+        if found["error"]:
+            return None, f"the inventory could not collect the source: {found['error']}"
+        return found, ""
+
+    def stability(self, recorded: str, found: dict) -> tuple[int, str]:
+        """0 and "" when the tests' collection (in `recorded`) means what the inventory's does."""
+        if not os.path.exists(recorded):
+            return 0, ""  # the tests never collected: their own failure says why
+        with open(recorded) as f:
+            ours = local_ids(json.load(f))
+        theirs = {case: info["params"] for case, info in found["items"].items()}
+        both = ours.keys() & theirs.keys()  # the inventory's own gaps are `account`'s
+        lines = differences({k: ours[k] for k in both}, {k: theirs[k] for k in both})
         if not lines:
             return 0, ""
         shown = "\n  ".join(lines[:_SHOWN]) + ("\n  ..." if len(lines) > _SHOWN else "")

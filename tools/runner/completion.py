@@ -3,14 +3,10 @@
 A test process can exit 0 before its tests ran: `os._exit(0)` in a test or in a library's
 child-cleanup path, `pytest.exit(returncode=0)`. Bazel 4.2.3 ignores TEST_PREMATURE_EXIT_FILE
 and caches such a run as PASSED, and `os._exit` skips every Python cleanup, so no check inside
-the test process can catch it. The runner therefore runs pytest in a child process
-(`run_session`) whose `Ledger` plugin appends one line per event to a file; each line is one
-write(2) to an O_APPEND descriptor, so it is on disk however the process ends:
-
-    selected NODEID        each test chosen for this variant and shard (after -k and sharding)
-    start NODEID           the test's setup begins
-    finish NODEID          its setup, call and teardown have reported
-    session_finished       pytest's session ended (pytest_sessionfinish)
+the test process can catch it. The runner therefore runs
+pytest in a child process (`run_session`) whose ledger (tools/runner/session/ledger.py) records
+each selected, started and finished test and the end of the session, one write(2) per line, so it
+is on disk however the process ends.
 
 The runner (the parent, which also holds the GPU lease and the private TMPDIR) accepts exit
 status 0 only if the session finished and every selected test finished; otherwise the target
@@ -18,44 +14,25 @@ fails with a message naming the last test that started. The check lives in the r
 holds under `bazel test`, `bazel run` and on remote workers alike.
 """
 
-import os
 import signal
 import subprocess
 import sys
 
-from tools.runner import lifetime
-
-_SELECTED, _START, _FINISH, _SESSION_FINISHED = "selected", "start", "finish", "session_finished"
-# A group kill (Bazel's timeout) and the runner's forward of it are one request, not two.
-SIGTERM_REPEAT_WINDOW_S = 1.0
-
-
-class Ledger:
-    """pytest plugin of the child process: records what was selected, started and finished."""
-
-    def __init__(self, path: str):
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-
-    def _write(self, event: str, nodeid: str = "") -> None:
-        os.write(self._fd, f"{event} {nodeid}".rstrip().encode() + b"\n")
-
-    def pytest_collection_finish(self, session):
-        for item in session.items:
-            self._write(_SELECTED, item.nodeid)
-
-    def pytest_runtest_logstart(self, nodeid, location):
-        self._write(_START, nodeid)
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        self._write(_FINISH, nodeid)
-
-    def pytest_sessionfinish(self, session, exitstatus):
-        self._write(_SESSION_FINISHED)
+from tools.runner.session.inventory import base_id, local_id
+from tools.runner.session.ledger import (
+    ELSEWHERE,
+    FILTERED,
+    FINISH,
+    SELECTED,
+    SESSION_FINISHED,
+    START,
+)
 
 
 class Record:
     def __init__(self, path: str):
         self.selected, self.started, self.finished = [], [], set()
+        self.excused = set()  # given to another shard, or left out by the user's filter
         self.session_finished = False
         try:
             with open(path) as f:
@@ -64,13 +41,15 @@ class Record:
             lines = []
         for line in lines:
             event, _, nodeid = line.partition(" ")
-            if event == _SELECTED:
+            if event == SELECTED:
                 self.selected.append(nodeid)
-            elif event == _START:
+            elif event == START:
                 self.started.append(nodeid)
-            elif event == _FINISH:
+            elif event == FINISH:
                 self.finished.add(nodeid)
-            elif event == _SESSION_FINISHED:
+            elif event in (ELSEWHERE, FILTERED):
+                self.excused.add(nodeid)
+            elif event == SESSION_FINISHED:
                 self.session_finished = True
 
     @property
@@ -107,6 +86,29 @@ def verdict(ledger_path: str, code: int) -> tuple[int, str]:
     return 0, ""
 
 
+def account(ledger_path: str, inventory: dict, variant: str) -> list[str]:
+    """What the source defines that this run neither ran nor was asked to leave out.
+
+    Every case of the inventory in `variant` must have finished (an outcome, judged by the
+    session's audit), or gone to another shard, or been left out by the user's own filter; a
+    case the inventory collected without parameters may have run with parameters a conftest
+    gave it. Every definition that yields no case at all fails every target of the source.
+    """
+    record = Record(ledger_path)
+    done = {local_id(n) for n in record.finished | record.excused}
+    done_bases = {base_id(n) for n in done}
+    missing = [
+        case
+        for case, info in sorted(inventory["items"].items())
+        if info["variant"] == variant
+        and case not in done
+        and not ("[" not in case and case in done_bases)
+    ]
+    lines = [f"defined but never ran: {case}" for case in missing]
+    lines += [f"defined but never collected by pytest: {u}" for u in inventory["uncollected"]]
+    return lines
+
+
 def run_session(argv: list[str], env, ledger_path: str) -> int:
     """Runs the pytest child `argv` to its end; returns the target's exit status.
 
@@ -129,8 +131,3 @@ def _forward(child: subprocess.Popen, signum: int) -> None:
         child.send_signal(signum)
     except ProcessLookupError:
         pass
-
-
-def die_with_parent() -> None:
-    """In the child: SIGTERM when the runner dies (e.g. SIGKILL), so its ranks are cleaned up."""
-    lifetime.die_with_parent(signal.SIGTERM)

@@ -11,7 +11,7 @@ slot under a host-wide directory.
 * Locks are flock()s: the kernel frees them when the holder exits, even by SIGKILL.
 * The lease returns the environment of its holder's processes: CUDA_VISIBLE_DEVICES, the
   leased GPUs, and holding part of each GPU, TORCH_TEST_GPU_MEMORY_FRACTION (its slots / the
-  slots) for tests to cap their memory (tools/hardware/memory_cap.py). The runner puts it in
+  slots) for tests to cap their memory (tools/runner/process/memory_cap.py). The runner puts it in
   the environment it composes for the test.
 
 Environment:

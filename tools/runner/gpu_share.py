@@ -5,7 +5,7 @@ finish sooner (README "Numbers"). Sharing must never
 turn an OOM into a flake, so each GPU is cut into SLOTS slots of equal memory (of the smallest
 visible GPU) and a test takes as many as its recorded peak GPU memory needs, with a margin for
 what the caching allocator does not count (CUDA context, library workspaces); its memory is
-then capped at those slots (tools/hardware/memory_cap.py). A small test thus runs beside
+then capped at those slots (tools/runner/process/memory_cap.py). A small test thus runs beside
 two large ones instead of holding half a GPU while a large one waits. Otherwise it takes
 every slot of its GPUs:
 
@@ -15,7 +15,8 @@ every slot of its GPUs:
   the peak needs every slot                peak * MARGIN + CONTEXT_MIB > GPU memory - one slot
 
 Peaks are recorded like durations: the runner prints the test's peak per GPU, its rank
-processes' included (tools/runner/gpu_peak.py), tools/update_test_times.py writes GPU_PEAK_MIB
+processes' included (tools/runner/process/gpu_peak.py), tools/update_test_times.py writes
+GPU_PEAK_MIB
 in tools/test_times.bzl, and tools/build_defs/recorded.bzl hands each GPU target its own.
 TORCH_TEST_SLOTS_PER_GPU=N (e.g. --test_env) overrides: every test not declared whole then
 takes one of N slots, whatever its memory.

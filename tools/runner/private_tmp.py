@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 
-from tools.runner import lifetime
+from tools.runner.process import lifetime
 
 PREFIX = "torch_test-"
 LOCK = "owner.lock"

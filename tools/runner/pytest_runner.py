@@ -1,48 +1,49 @@
-"""Main of every torch_test target: runs one test file under pytest, speaking Bazel's protocol.
+"""Main of every torch_test target: the runner process, speaking Bazel's test protocol.
 
     pytest_runner.py TEST_FILE [TEST_FILE...] [PYTEST_ARGS...]
 
+The runner is three kinds of process, each code in its own folder:
+  this one (tools/runner/)       directories, the GPU lease, the deadline, the test process's
+                                 environment (composed here, in `child_env`, and nowhere else);
+                                 then the verdict: completion.py holds the tests' ledger
+                                 against the source's inventory
+  the test process and the       tools/runner/session/: `child.py --session` runs pytest with
+  inventory's (session/)         the plugin (variant selection, outcome audit, declared
+                                 expectations, torch's decorators as markers, call checks) and
+                                 the ledger; `child.py --inventory` collects the sources apart
+                                 from the target's conftest, args and ini file
+  every test and rank process    tools/runner/process/: memory cap, GPU peak report, the one
+  (process/)                     writer of os.environ, vec-ISA memo, parent-death signal
+
 Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   XML_OUTPUT_FILE              per-test-case JUnit XML, suite named after TEST_TARGET
-  TEST_TOTAL_SHARDS/_INDEX     this shard's tests (tools/runner/sharding.py), from a collection
-                               every shard checks it shares (PYTHONHASHSEED fixed, a second
-                               collection beside the tests: tools/runner/collection.py);
+  TEST_TOTAL_SHARDS/_INDEX     this shard's tests (session/sharding.py), from a collection the
+                               inventory proves stable (PYTHONHASHSEED fixed: collection.py)
   TEST_SHARD_STATUS_FILE       touched to say sharding is supported
   TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
-  TORCH_TEST_NODE_IDS          (--test_env) exact node ids to run (tools/runner/node_ids.py)
+  TORCH_TEST_NODE_IDS          (--test_env) exact node ids to run (session/node_ids.py)
   TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp,
-                               tools/runner/private_tmp.py); kernel caches are per user in
-                               /tmp; bytecode is @pypi's, read-only (tools/runner/bytecode.py)
+                               private_tmp.py); kernel caches are per user in /tmp; bytecode is
+                               @pypi's, read-only (bytecode.py)
   TEST_UNDECLARED_OUTPUTS_DIR  rank logs of multi-process tests (test_utils.distributed)
   TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
   TEST_TIMEOUT                 becomes the deadline of harness timeouts (TORCH_TEST_DEADLINE)
-Environment: the runner composes the test's environment in one place (`child_env`) from what
-each part returns (directories, bytecode, deadline, GPU lease and probe). Only
-tools/runner/process_env.py writes os.environ: there the child exports its thread budget, for
-the ranks it starts.
-Two processes: this one (the runner) sets up directories and the GPU lease, then runs pytest
-in a child (`pytest_runner.py --session LEDGER ...`) and passes the target only if the child's
-ledger proves every selected test reported a result (tools/runner/completion.py): a test that
-ends the process early with status 0 fails the target. SIGTERM (Bazel's timeout) is forwarded
-to the child, which dumps every thread's stack, then interrupts the tests so the multi-process
-harness kills its ranks before the process exits.
-Threads: the child budgets intra-op and inductor compile threads by the tests running on the
-host (tools/runner/threads.py). GPUs: the runner leases them shared or whole as
-tools/runner/gpu_share.py decides from the target's recorded peak GPU memory.
+SIGTERM (Bazel's timeout) is forwarded to the test process, which dumps every thread's stack,
+then interrupts the tests so the multi-process harness kills its ranks before it exits. GPUs:
+leased shared or whole as gpu_share.py decides from the target's recorded peak GPU memory.
 
-Outcomes: no test selected in the whole target fails; an empty shard of a non-empty target
-passes; pytest's "no tests collected" (exit 5) never becomes a pass; hardware the variant needs
-but the host lacks fails with a message (test_utils.pytest_plugin); an early exit fails.
-Outside `bazel test` (e.g. `bazel run`), extra arguments go straight to pytest, except options
-that keep tests from running (--collect-only, --setup-only, ...: tools/runner/refused_options.py).
+Outcomes: the target passes only if pytest passed, its ledger shows every selected test
+finished, and every case the inventory holds for this variant finished, went to another shard
+or was left out by the user's own filter (completion.py); no test selected in the whole target
+fails; an empty shard of a non-empty target passes; hardware the variant needs but the host
+lacks fails with a message. Outside `bazel test` (e.g. `bazel run`), extra arguments go
+straight to pytest, except options that keep tests from running (refused_options.py).
 """
 
 import contextlib
-import faulthandler
 import os
 import pathlib
 import resource
-import signal
 import sys
 import time
 
@@ -52,18 +53,12 @@ from tools.runner import (
     collection,
     completion,
     gpu_lease,
-    gpu_peak,
     gpu_share,
-    node_ids,
     private_tmp,
-    process_env,
     refused_options,
-    threads,
 )
+from tools.runner.session import child, collection_record
 
-NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
-SESSION_FLAG = "--session"
-COLLECTION_FLAG = "--collection-check"
 SHARED_CACHE = f"/tmp/torch_tests_kernel_cache_{os.getuid()}"
 
 
@@ -88,7 +83,7 @@ def _configure_dirs(env, short: str) -> list[str]:
 def _protocol_args(env) -> list[str]:
     # xfail_strict: an unexpected pass is a failure in pytest's own report and JUnit too (the
     # plugin also fails one marked strict=False).
-    args = ["-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider", "-rfEX"]
+    args = ["-p", "tools.runner.session.plugin", "-p", "no:cacheprovider", "-rfEX"]
     args += ["-o", "xfail_strict=true"]
     if env.get("XML_OUTPUT_FILE"):
         args += [
@@ -101,42 +96,6 @@ def _protocol_args(env) -> list[str]:
     if env.get("TESTBRIDGE_TEST_ONLY"):
         args += ["-k", env["TESTBRIDGE_TEST_ONLY"]]
     return args + ["--durations=5"]
-
-
-def _install_sigterm_handler() -> None:
-    # pytest captures fd 2 while a test runs; the dump must reach the real test log.
-    log = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
-    first_at = []
-
-    def on_sigterm(signum, frame):
-        if first_at:
-            if time.monotonic() - first_at[0] < completion.SIGTERM_REPEAT_WINDOW_S:
-                return  # one timeout, sent to our process group and forwarded by the runner
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a later SIGTERM kills at once
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        first_at.append(time.monotonic())
-        # pytest's own record of the running test: the gate names the hung case by it.
-        running = os.environ.get("PYTEST_CURRENT_TEST")
-        where = f" while running {running}" if running else ""
-        print(f"\n*** SIGTERM (Bazel timeout?){where}: stacks of all threads ***", file=log)
-        faulthandler.dump_traceback(file=log, all_threads=True)
-        raise KeyboardInterrupt("SIGTERM")
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-
-
-def _exit_code(code: int, selector, env) -> int:
-    import pytest
-
-    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        if selector.selected_before_sharding > 0:
-            return 0  # this shard is empty, others have tests
-        test_filter = env.get("TESTBRIDGE_TEST_ONLY")
-        shown = f", filter {test_filter!r}" if test_filter else ""
-        print(NO_TESTS.format(variant=variants.current_variant(), filter=shown), file=sys.stderr)
-        return 1
-    return int(code)
 
 
 def _report_resources(wall: float) -> None:
@@ -152,52 +111,58 @@ def _report_resources(wall: float) -> None:
     )
 
 
-def session(ledger: str, args: list[str], env=os.environ) -> int:
-    """The child: runs pytest on `args`, recording its progress in `ledger`."""
-    import pytest
-
-    from tools.runner import sharding
-
-    completion.die_with_parent()
-    faulthandler.enable()
-    _install_sigterm_handler()
-    selector = sharding.ShardSelector.from_env(env)
-    budget = threads.ThreadBudget.start(env, export=process_env.export)  # before torch's import
-    plugins = [selector, completion.Ledger(ledger), budget]
-    by_id = node_ids.NodeIdSelector.from_env(env)  # exact re-runs (the gate's)
-    if by_id:
-        plugins.append(by_id)
-    if selector.total > 1:
-        plugins.append(collection.recorder(_collection_record(ledger)))
-    code = pytest.main(args, plugins=plugins)
-    gpu_peak.report_peak()
-    return _exit_code(code, selector, env)
+def _test_files(argv: list[str]) -> list[str]:
+    """The target's sources: the leading arguments, up to its first pytest option."""
+    files = []
+    for arg in argv:
+        if arg.startswith("-"):
+            break
+        files.append(arg)
+    return files
 
 
-def _collection_record(ledger: str) -> str:
-    """Where the test process records its collection (tools/runner/collection.py)."""
-    return ledger + ".collection"
+def _inventory_args(files: list[str], short: str) -> list[str]:
+    """The inventory's pytest arguments: the sources alone, none of the target's options, no
+    conftest, an empty ini file (pytest's default naming), only our plugin."""
+    ini = os.path.join(short, "inventory.ini")
+    with open(ini, "w") as f:
+        f.write("[pytest]\n")
+    return [
+        *files,
+        "--noconftest",
+        "-c",
+        ini,
+        f"--rootdir={os.getcwd()}",
+        f"--basetemp={short}/inventory",
+        "-p",
+        "tools.runner.session.plugin",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+    ]
 
 
-def _collection_args(test_file: str, short: str, user_args: list[str]) -> list[str]:
-    """The second collection's pytest arguments: the tests' own, without Bazel's outputs."""
-    plugins = ["-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider"]
-    return [test_file, f"--basetemp={short}/collection_check", *plugins, *user_args]
-
-
-def _run_checked(child: list[str], env, ledger: str, check_args: list[str], short: str) -> int:
-    """Runs the tests; a sharded target also proves its collection stable (collection.py)."""
-    if int(env.get("TEST_TOTAL_SHARDS", "1")) <= 1:
-        return completion.run_session(child, env, ledger)
-    check = collection.Check(os.path.abspath(__file__), COLLECTION_FLAG, check_args, env, short)
+def _run_checked(tests: list[str], env, ledger: str, check_args: list[str], short: str) -> int:
+    """Runs the tests beside the source's inventory; the target passes only if every case the
+    inventory holds for this variant ran or was left out on purpose (completion.account), and
+    a sharded target's collection is stable (collection.py)."""
+    check = collection.Check([*child.COMMAND, child.INVENTORY], check_args, env, short)
     try:
-        result = completion.run_session(child, env, ledger)
-        status, why = check.verdict(_collection_record(ledger))
+        result = completion.run_session(tests, env, ledger)
+        found, why = check.inventory()
     finally:
         check.cancel()
-    if why:
-        print(f"\ntorch_test: FAILED: {why}", file=sys.stderr)
-    return result or status
+    if found is None:
+        problems = [] if result else [why]  # a failed collection: the tests' own output says why
+    else:
+        problems = completion.account(ledger, found, variants.current_variant())
+        if int(env.get("TEST_TOTAL_SHARDS", "1")) > 1:
+            status, unstable = check.stability(collection_record.record_path(ledger), found)
+            problems += [unstable] if status else []
+    if problems:
+        shown = "\n  ".join(problems)
+        print(f"\ntorch_test: FAILED: the source's inventory:\n  {shown}", file=sys.stderr)
+    return result or (1 if problems else 0)
 
 
 @contextlib.contextmanager
@@ -242,10 +207,6 @@ def deadline_env(env, started: float) -> dict[str, str]:
 
 
 def run(argv: list[str], env=os.environ) -> int:
-    if argv and argv[0] == SESSION_FLAG:
-        return session(argv[1], argv[2:], env)
-    if argv and argv[0] == COLLECTION_FLAG:
-        return collection.collect(argv[1], argv[2:])
     if not argv:
         print("usage: pytest_runner.py TEST_FILE [PYTEST_ARGS...]", file=sys.stderr)
         return 2
@@ -268,13 +229,13 @@ def run(argv: list[str], env=os.environ) -> int:
     with private_tmp.private_tmp() as short:
         args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
         ledger = os.path.join(short, "ledger")
-        child = [sys.executable, os.path.abspath(__file__), SESSION_FLAG, ledger, *args]
+        tests = [*child.COMMAND, child.SESSION, ledger, *args]
         holder = env.get("TEST_TARGET", argv[0])
-        check_args = _collection_args(argv[0], short, argv[1:])
+        check_args = _inventory_args(_test_files(argv), short)
         try:
             with _gpus_for(variants.current_variant(), child_env, holder) as gpu_env:
                 child_env.update(gpu_env)
-                result = _run_checked(child, child_env, ledger, check_args, short)
+                result = _run_checked(tests, child_env, ledger, check_args, short)
         except gpu_lease.LeaseError as error:
             print(f"GPU lease failed: {error}", file=sys.stderr)
             return 1

@@ -29,8 +29,12 @@ REFUSED = (
 )
 
 
-# Plugins a target cannot run without (test_utils.pytest_plugin registers the audit).
-REQUIRED_PLUGINS = ("test_utils.pytest_plugin", "torch_test_outcome_audit")
+# Plugins a target cannot run without (tools.runner.session.plugin registers the other two).
+REQUIRED_PLUGINS = (
+    "tools.runner.session.plugin",
+    "torch_test_outcome_audit",
+    "torch_test_call_results",
+)
 
 
 def refused(args: list[str], env) -> list[str]:

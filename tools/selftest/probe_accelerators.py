@@ -10,8 +10,8 @@ import os
 
 import torch
 
-from test_utils import hardware
 from tools.hardware import probe
+from tools.runner.session import markers
 
 
 def test_cpu_target_sees_no_cuda():
@@ -23,7 +23,7 @@ def test_cpu_target_sees_no_cuda():
     assert torch.cuda.device_count() == 0
 
 
-@hardware.requires_gpus(1)
+@markers.requires_gpus(1)
 def test_gpu_target_sees_its_leased_gpu():
     leased = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     assert len(leased.split(",")) == 1 and leased.strip(), f"lease: {leased!r}"

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tools.runner import collection
+from tools.runner.session import collection_record
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
 # The example: parameters pytest cannot print, over a set; gelu fails.
@@ -100,7 +101,7 @@ def test_addresses_do_not_count_as_differences():
         pass
 
     a, b = Opaque(), Opaque()
-    assert collection._stable_repr(a) == collection._stable_repr(b)
+    assert collection_record._stable_repr(a) == collection_record._stable_repr(b)
 
 
 def test_the_record_is_taken_before_any_selection(tmp_path):
@@ -112,8 +113,8 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys; from tools.runner import collection; "
-            "sys.exit(collection.collect(sys.argv[1], sys.argv[2:]))",
+            "import sys, pytest; from tools.runner.session import collection_record as c; "
+            "pytest.main(sys.argv[2:], plugins=[c.recorder(sys.argv[1])])",
             str(out),
             str(test_file),
             "-k",

@@ -1,4 +1,5 @@
-"""Self-tests of what makes a target green (test_utils.outcome_audit, test_utils.expectations,
+"""Self-tests of what makes a target green (tools.runner.session.outcome_audit,
+tools.runner.session.expectations,
 tools/runner/refused_options.py): the real runner on small generated test files. Unit tests of
 test_utils' own modules live in test_utils/tests (test_expectations.py).
 """
@@ -95,7 +96,7 @@ FAIL_ENTRY = """
     test = "test_fixture.py::test_broken"
     outcome = "fail"
     reason = "off by one since torch 2.13"
-    match = "off by one"
+    match = "AssertionError: off by one"
     """
 
 
@@ -119,24 +120,29 @@ def test_declared_failure_failing_otherwise_fails(tmp_path):
     body = FAILS.replace("assert 1 == 2, 'off by one'", "raise KeyError('gone')")
     result = run(tmp_path, body, declare(tmp_path, FAIL_ENTRY))
     assert result.returncode == 1
-    assert "declared fail, but its failure does not match 'off by one'" in result.output
+    assert "declared fail, but its failure does not match 'AssertionError: off by one'" in (
+        result.output
+    )
 
 
 def test_entry_matching_no_test_is_stale(tmp_path):
     entry = 'test = "test_fixture.py::test_renamed*"\noutcome = "fail"\nreason = "bug 7"\n'
+    entry += 'match = "AssertionError: gone"\ncount = 1\n'
     result = run(tmp_path, PASSES, declare(tmp_path, entry))
     assert result.returncode == 1
     expected = "[[expect]] #1 (test = 'test_fixture.py::test_renamed*', outcome = 'fail'): "
-    assert expected + "matches no test of variant 'cpu'" in result.output
+    assert expected + "matches no test (variant 'cpu')" in result.output
 
 
 def test_staleness_is_judged_on_the_whole_collection_in_every_shard(tmp_path):
     body = PASSES.replace("def test_c():\n    pass", "def test_c():\n    assert 0")
     entry = 'test = "test_fixture.py::test_c"\noutcome = "fail"\nreason = "bug 7"\n'
+    entry += 'match = "AssertionError: assert 0"\n'
     for index in range(3):  # one test per shard: two shards do not run test_c
         env = declare(tmp_path, entry, TEST_TOTAL_SHARDS=3, TEST_SHARD_INDEX=index)
         assert run(tmp_path, body, env).returncode == 0
     stale = 'test = "test_fixture.py::test_gone"\noutcome = "fail"\nreason = "bug 8"\n'
+    stale += 'match = "AssertionError: assert 0"\n'
     for index in range(3):
         env = declare(tmp_path, entry, stale, TEST_TOTAL_SHARDS=3, TEST_SHARD_INDEX=index)
         result = run(tmp_path, body, env)
@@ -159,9 +165,10 @@ def test_pattern_and_parametrized_ids(tmp_path):
             pytest.skip("no gpu")
         """
     entries = [
-        'test = "test_fixture.py::test_p[1]"\noutcome = "skip"\nreason = "r"\n',
-        'test = "test_fixture.py::test_p[2]"\noutcome = "skip"\nreason = "r"\n',
-        'test = "test_fixture.py::test_q_*"\noutcome = "skip"\nreason = "r"\n',
+        'test = "test_fixture.py::test_p[1]"\noutcome = "skip"\nreason = "r"\nmatch = "no gpu"\n',
+        'test = "test_fixture.py::test_p[2]"\noutcome = "skip"\nreason = "r"\nmatch = "no gpu"\n',
+        'test = "test_fixture.py::test_q_*"\noutcome = "skip"\nreason = "r"\nmatch = "no gpu"\n'
+        "count = 2\n",
     ]
     result = run(tmp_path, body, declare(tmp_path, *entries))
     assert result.returncode == 0, result.output
@@ -181,8 +188,14 @@ def test_entries_for_another_variant_do_not_apply(tmp_path):
     [
         ('test = "x"\noutcome = "skip"\n', "[[expect]] #1: reason is required"),
         ('test = "x"\noutcome = "flaky"\nreason = "r"\n', "outcome 'flaky' is not one of"),
-        ('test = "x"\noutcome = "skip"\nreason = "r"\ntorch = ["2.13.1"]\n', "'2.13.1' is not"),
-        ('test = "x"\noutcome = "skip"\nreason = "r"\nvariants = ["tpu"]\n', "['tpu'] are not"),
+        (
+            'test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "m"\ntorch = ["2.13.1"]\n',
+            "'2.13.1' is not",
+        ),
+        (
+            'test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "m"\nvariants = ["tpu"]\n',
+            "['tpu'] are not",
+        ),
         ('test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "("\n', "is not a regular"),
         ('test = "x"\noutcome = "skip"\nreason = "r"\nwhy = "?"\n', "unknown keys ['why']"),
     ],
@@ -195,8 +208,9 @@ def test_malformed_expectations_fail_naming_the_entry(tmp_path, entry, shown):
 
 
 def test_a_test_declared_twice_fails(tmp_path):
-    one = 'test = "test_fixture.py::test_a"\noutcome = "skip"\nreason = "r"\n'
+    one = 'test = "test_fixture.py::test_a"\noutcome = "skip"\nreason = "r"\nmatch = "m"\n'
     two = 'test = "test_fixture.py::test_*"\noutcome = "fail"\nreason = "s"\n'
+    two += 'match = "AssertionError: x"\ncount = 3\n'
     result = run(tmp_path, PASSES, declare(tmp_path, one, two))
     assert result.returncode != 0
     assert "test_fixture.py::test_a is declared twice" in result.output
@@ -204,9 +218,10 @@ def test_a_test_declared_twice_fails(tmp_path):
 
 NOT_APPLICABLE = """
     import pytest
+    from tools.runner.session.upstream_decorators import not_applicable
 
-    # The plugin skips a marked test at setup (as for an upstream test that needs mps).
-    @pytest.mark.torch_test_not_applicable("needs mps")
+    # As torch's onlyMPS reads (upstream_decorators): the plugin skips it at setup.
+    @lambda fn: not_applicable(fn, "needs mps")
     def test_mps():
         pass
 
@@ -232,7 +247,7 @@ def test_not_applicable_skip_is_accepted_and_in_junit(tmp_path):
             'def test_cpu():\n    pytest.skip("no mps")',
         ),
         (
-            '@pytest.mark.torch_test_not_applicable("needs mps")\ndef test_mps():\n    pass',
+            '@lambda fn: not_applicable(fn, "needs mps")\ndef test_mps():\n    pass',
             "@pytest.mark.skip(reason='not applicable to this hardware table: mps')\n"
             "def test_mps():\n    pass",
         ),
@@ -261,9 +276,7 @@ def test_coroutine_test_method_fails_naming_it(tmp_path):
         """
     result = run(tmp_path, body)
     assert result.returncode == 1
-    assert "T::test_never_awaited is a coroutine (async def) in a plain unittest.TestCase" in (
-        result.output
-    )
+    assert "T.test_never_awaited returned a coroutine, so its body never ran" in result.output
     assert cases(tmp_path)["test_awaited"].outcome == "passed"
 
 
@@ -287,8 +300,9 @@ def test_collection_warning_fails(tmp_path):
         """
     result = run(tmp_path, body)
     assert result.returncode == 1
-    assert "tests the module defines but pytest never runs fail this target" in result.output
-    assert "cannot collect test class 'TestHelper' because it has a __init__" in result.output
+    assert (
+        "defined but never collected by pytest: test_fixture.py::TestHelper::test_never_collected"
+    ) in result.output
 
 
 UNCOLLECTED = """
@@ -308,10 +322,9 @@ UNCOLLECTED = """
 def test_test_case_inheriting_test_false_fails(tmp_path):
     result = run(tmp_path, textwrap.dedent(UNCOLLECTED) + "\ndef test_ok():\n    pass\n")
     assert result.returncode == 1
-    assert (
-        "test_fixture.Real: a unittest.TestCase with tests (test_shared) that pytest does not "
-        "collect: it inherits __test__ = False from Base"
-    ) in result.output
+    assert "defined but never collected by pytest: test_fixture.py::Real::test_shared" in (
+        result.output
+    )
 
 
 def test_node_ids_on_the_command_line_judge_only_the_classes_they_name(tmp_path):
@@ -322,7 +335,7 @@ def test_node_ids_on_the_command_line_judge_only_the_classes_they_name(tmp_path)
     test_file = write_tests(tmp_path, body)
     plain = {k: v for k, v in bazel_env(tmp_path).items() if not k.startswith(("TEST_", "XML_"))}
     one = f"{test_file.name}::Other::test_one"
-    argv = [sys.executable, "-m", "pytest", "-p", "test_utils.pytest_plugin", "-p"]
+    argv = [sys.executable, "-m", "pytest", "-p", "tools.runner.session.plugin", "-p"]
     argv += ["no:cacheprovider", one]
     alone = subprocess.run(argv, env=plain, cwd=tmp_path, capture_output=True, text=True)
     assert alone.returncode == 0, alone.stdout + alone.stderr
@@ -333,7 +346,7 @@ def test_node_ids_on_the_command_line_judge_only_the_classes_they_name(tmp_path)
     assert named.returncode != 0  # asked for by name and never collected
     through_runner = run(tmp_path, body, args=[one])
     assert through_runner.returncode == 1
-    assert "test_fixture.Real: a unittest.TestCase with tests (test_shared)" in (
+    assert "defined but never collected by pytest: test_fixture.py::Real::test_shared" in (
         through_runner.output
     )
 
@@ -393,7 +406,7 @@ def test_options_that_keep_tests_from_running_are_refused(tmp_path, option):
 
 
 @pytest.mark.parametrize(
-    "args", [["-p", "no:test_utils.pytest_plugin"], ["-pno:torch_test_outcome_audit"]]
+    "args", [["-p", "no:tools.runner.session.plugin"], ["-pno:torch_test_outcome_audit"]]
 )
 def test_turning_the_audit_off_is_refused(tmp_path, args):
     result = run_runner(write_tests(tmp_path, SKIPS_FOR_GPU), bazel_env(tmp_path), args=args)

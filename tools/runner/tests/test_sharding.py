@@ -1,9 +1,9 @@
-"""Self-tests of shard assignment (tools/runner/sharding.py)."""
+"""Self-tests of shard assignment (tools/runner/session/sharding.py)."""
 
 import json
 
 from tools.hardware import envvars
-from tools.runner import sharding
+from tools.runner.session import sharding
 
 IDS = [f"t::test_{i:02d}" for i in range(10)]
 

@@ -1,14 +1,14 @@
-"""Self-tests of the per-test thread budget (tools/runner/threads.py)."""
+"""Self-tests of the per-test thread budget (tools/runner/session/threads.py)."""
 
 import os
 import subprocess
 import sys
 
-from tools.runner import threads
+from tools.runner.session import threads
 
 HOLDER = """
 import sys
-from tools.runner import threads
+from tools.runner.session import threads
 threads.ThreadBudget.start({"TORCH_TEST_JOBS_DIR": sys.argv[1]})
 print("registered", flush=True)
 sys.stdin.read()

@@ -1,6 +1,7 @@
 """torch's own test decorators place tests in variants, through the real runner.
 
-One small upstream-style file uses each decorator test_utils/upstream_decorators.py maps; the
+One small upstream-style file uses each decorator tools/runner/session/upstream_decorators.py maps;
+the
 cpu target must run exactly the tests no GPU needs, report the one for a device no variant
 offers as not applicable (a skip the audit accepts, with its JUnit property), and a source that
 declares only the cpu variant must be refused with the GPU tests named.
@@ -133,3 +134,30 @@ def test_source_without_gpu_targets_is_refused_naming_each_gpu_test(tmp_path):
         "TestPlain::test_triton (gpu)",
         "TestPlain::test_two_gpus_nccl (multi_gpu)",
     ]
+
+
+# torch's MultiProcessTestCase sized by the visible GPUs: none in the cpu variant, so no rank
+# would run the test and torch's return-code check would pass it.
+NO_RANKS = """
+import torch
+from torch.testing._internal.common_distributed import MultiProcessTestCase
+
+
+class TestWorld(MultiProcessTestCase):
+    @property
+    def world_size(self):
+        return torch.cuda.device_count()
+
+    def setUp(self):
+        super().setUp()
+        self._spawn_processes()
+
+    def test_all_ranks_agree(self):
+        assert False, "no rank ever runs this"
+"""
+
+
+def test_a_multi_process_test_without_ranks_fails(tmp_path):
+    result = run_runner(write_tests(tmp_path, NO_RANKS), bazel_env(tmp_path))
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert "world size 0, so no rank would run the test" in result.stdout + result.stderr

@@ -1,4 +1,4 @@
-"""Inductor's vector-ISA probes kept per host (tools/runner/vec_isa_memo.py).
+"""Inductor's vector-ISA probes kept per host (tools/runner/process/vec_isa_memo.py).
 
 Unit tests patch a stand-in for inductor's VecISA; the last three run real inductor compiles on
 this host's CPU: through the runner twice (the second process probes nothing), and with a kept
@@ -14,7 +14,7 @@ import types
 import pytest
 
 from tools.hardware import envvars
-from tools.runner import vec_isa_memo
+from tools.runner.process import vec_isa_memo
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
 
@@ -145,7 +145,7 @@ STALE_PASS = """
     import os, pathlib, sys
     import torch
     from torch._inductor import cpu_vec_isa
-    from tools.runner import vec_isa_memo
+    from tools.runner.process import vec_isa_memo
 
     memo = pathlib.Path(sys.argv[1])
     vec_isa_memo.install(cpu_vec_isa, memo)

@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 from tools.hardware import envvars
-from tools.runner import lifetime
+from tools.runner.process import lifetime
 
 DEFAULT_DIR = "/dev/shm/torch_test_jobs"
 MIN_THREADS = 2

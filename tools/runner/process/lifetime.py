@@ -10,6 +10,8 @@ import os
 import signal
 
 _PR_SET_PDEATHSIG = 1
+# A group kill (Bazel's timeout) and the runner's forward of it are one request, not two.
+SIGTERM_REPEAT_WINDOW_S = 1.0
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> None:

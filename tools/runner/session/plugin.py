@@ -12,16 +12,17 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
   Every target of a source checks every variant (collection sees all tests), so the cpu
   target on a CPU host already catches a GPU variant's mismatch.
 - torch's own test decorators (skip_if_lt_x_gpu, requires_nccl, onlyCUDA, ...) count as markers:
-  test_utils/upstream_decorators.py adapts them when applied. A test for a device no variant
+  tools/runner/session/upstream_decorators.py adapts them when applied. A test for a device no
+  variant
   offers (onlyXPU, xccl) is skipped at setup as "not applicable to this hardware table", with
   the JUnit property torch_test.not_applicable, by the source's first variant; the skip audit
   accepts exactly those skips.
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
 - A process sharing GPUs with other tests (a lease of part of each GPU) caps its memory.
-- Inductor's CPU vector-ISA probes are kept per host (tools/runner/vec_isa_memo.py).
+- Inductor's CPU vector-ISA probes are kept per host (tools/runner/process/vec_isa_memo.py).
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
   declared with markers (Bazel then schedules or skips the whole target) instead, or, for
-  tests from elsewhere, in the target's expectations file. test_utils.outcome_audit judges
+  tests from elsewhere, in the target's expectations file. tools.runner.session.outcome_audit judges
   every outcome (skips, xfails, declared outcomes, tests defined but never run).
 """
 
@@ -30,14 +31,22 @@ import sys
 
 import pytest
 
-from test_utils import expectations, hardware, outcome_audit, upstream_decorators
-from tools.hardware import envvars, memory_cap, probe, variants
-from tools.runner import vec_isa_memo
+from tools.hardware import envvars, probe, variants
+from tools.runner.process import memory_cap, vec_isa_memo
+from tools.runner.session import (
+    call_results,
+    expectations,
+    markers,
+    outcome_audit,
+    upstream_decorators,
+)
 
-_REQ_KEY = pytest.StashKey[hardware.Requirements]()
+_REQ_KEY = pytest.StashKey[markers.Requirements]()
+# The plugins this one registers; the runner refuses `-p no:` of each (refused_options.py).
+AUDIT_PLUGIN, CALL_RESULTS_PLUGIN = "torch_test_outcome_audit", "torch_test_call_results"
 
 
-def requirements(item) -> hardware.Requirements:
+def requirements(item) -> markers.Requirements:
     return item.stash[_REQ_KEY]
 
 
@@ -50,9 +59,9 @@ def pytest_collection_modifyitems(config, items):
     variant = variants.current_variant()
     keep, drop = [], []
     for item in items:
-        req = hardware.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
+        req = markers.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
         if _mark_not_applicable(item):
-            req = hardware.Requirements(gpus=variants.gpus_needed(_not_applicable_variant()))
+            req = markers.Requirements(gpus=variants.gpus_needed(_not_applicable_variant()))
         item.stash[_REQ_KEY] = req
         (keep if req.variant == variant else drop).append(item)
     homeless = [
@@ -80,11 +89,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _mark_not_applicable(item) -> bool:
-    """Marks a test that needs a device no variant offers; True if it does."""
+    """Places a test that needs a device no variant offers as not applicable; True if it does.
+
+    Only torch's decorators (upstream_decorators) say so: a marker of the test's own would let
+    any test turn its skip into an accepted one.
+    """
     why = upstream_decorators.not_applicable_reason(getattr(item, "obj", None))
     if why is None:
         return False
-    item.add_marker(pytest.mark.torch_test_not_applicable(why))
+    item.stash[outcome_audit.NOT_APPLICABLE] = why
     item.user_properties.append((outcome_audit.NOT_APPLICABLE_PROPERTY, why))
     return True
 
@@ -122,7 +135,7 @@ def _feature_mismatch(items) -> str | None:
     problems = []
     for variant, features in declared.items():
         ours = [i for i in items if requirements(i).variant == variant]
-        for feature in hardware.FEATURES:
+        for feature in markers.FEATURES:
             marked = [i.nodeid for i in ours if feature in requirements(i).features]
             if marked and feature not in features:
                 problems.append(
@@ -149,9 +162,9 @@ def pytest_collection_finish(session):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    marker = item.get_closest_marker(outcome_audit.NOT_APPLICABLE_MARK)
-    if marker is not None:  # before fixtures: a class's setUpClass may need the missing device
-        pytest.skip(outcome_audit.NOT_APPLICABLE_PREFIX + marker.args[0])
+    why = item.stash.get(outcome_audit.NOT_APPLICABLE, None)
+    if why is not None:  # before fixtures: a class's setUpClass may need the missing device
+        pytest.skip(outcome_audit.NOT_APPLICABLE_PREFIX + why)
     for feature in sorted(requirements(item).features):
         lacking = probe.lacks(feature)
         if lacking:
@@ -161,11 +174,9 @@ def pytest_runtest_setup(item):
 def pytest_configure(config):
     # Before any test module imports torch's testing decorators (no torch import here).
     upstream_decorators.install()
-    config.addinivalue_line(
-        "markers",
-        f"{outcome_audit.NOT_APPLICABLE_MARK}(why): the test needs hardware no variant offers",
-    )
-    config.pluginmanager.register(_outcome_audit(), "torch_test_outcome_audit")
+    config.pluginmanager.register(_outcome_audit(), AUDIT_PLUGIN)
+    config.pluginmanager.register(call_results.plugin(), CALL_RESULTS_PLUGIN)
+    call_results.install_unittest()
     memory_cap.cap_gpu_memory()
     vec_isa_memo.watch()
 

@@ -1,6 +1,6 @@
 """Torch release keys ("2.13"): how test_utils.versions and declared expectations name releases.
 
-Standard library only, so the outcome audit (test_utils.expectations) can name the release
+Standard library only, so the outcome audit (tools.runner.session.expectations) can name the release
 without the targets that declare nothing importing torch; torch is imported when the running
 release is asked for.
 """

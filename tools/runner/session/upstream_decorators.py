@@ -4,7 +4,7 @@ Upstream test files (and files written in their style) say what hardware a test 
 torch.testing._internal's decorators, not with our markers. This module adapts those decorators
 at the moment they are applied: an import hook wraps them right after torch's testing modules
 are imported and before a test module can use them. Each wrapper applies torch's decorator
-unchanged and records the same Requirements our markers record (hardware.requires), so the
+unchanged and records the same Requirements our markers record (markers.requires), so the
 plugin places the test in one variant and checks the target's nccl / triton declarations.
 
     upstream decorator                                   requirement (variant)
@@ -28,8 +28,9 @@ instance of an onlyX test for another device is removed: it exists once, as its 
 instance. A test only for a device no variant offers stays once, in the CPU class, as not
 applicable.
 
-MultiProcessTestCase / DTensorTestBase need nothing: their world size comes from the visible
-device count, and the runner's lease makes exactly the variant's GPUs visible.
+MultiProcessTestCase / DTensorTestBase: their world size comes from the visible device count,
+and the runner's lease makes exactly the variant's GPUs visible; a world size below 1 fails the
+test, and so does a rank's test method that returns a value (tools/runner/session/call_results.py).
 
 A raw `unittest.skipIf(not TEST_CUDA, ...)` is not mapped: unittest receives a bool, which
 differs between a CPU and a GPU host, so no reading of it places the test the same everywhere.
@@ -43,8 +44,8 @@ import functools
 import importlib.abc
 import sys
 
-from test_utils import hardware
 from tools.hardware import variants
+from tools.runner.session import call_results, markers
 
 _NOT_APPLICABLE_ATTR = "__torch_test_not_applicable__"
 _ONLY_ON_ATTR = "__torch_test_only_on__"
@@ -93,17 +94,17 @@ def _patch_common_distributed(module) -> None:
 
     @functools.wraps(skip_if_lt_x_gpu)
     def skip_if_lt_x_gpu_marked(x, *args, **kwargs):
-        return _marking(skip_if_lt_x_gpu(x, *args, **kwargs), hardware.requires(gpus=at_least(x)))
+        return _marking(skip_if_lt_x_gpu(x, *args, **kwargs), markers.requires(gpus=at_least(x)))
 
     @functools.wraps(requires_nccl)
     def requires_nccl_marked(*args, **kwargs):
-        return _marking(requires_nccl(*args, **kwargs), hardware.requires_nccl)
+        return _marking(requires_nccl(*args, **kwargs), markers.requires_nccl)
 
     @functools.wraps(requires_backend)
     def requires_backend_marked(backends=None, *args, **kwargs):
         listed = module.ACCELERATOR_DIST_BACKENDS if backends is None else backends
         if "nccl" in listed:
-            requirement = hardware.requires_nccl
+            requirement = markers.requires_nccl
         else:
             requirement = f"needs one of the communication backends {list(listed)}"
         return _marking(requires_backend(backends, *args, **kwargs), requirement)
@@ -111,13 +112,42 @@ def _patch_common_distributed(module) -> None:
     module.skip_if_lt_x_gpu = skip_if_lt_x_gpu_marked
     module.requires_nccl = requires_nccl_marked
     module.requires_accelerator_dist_backend = requires_backend_marked
+    _guard_multiprocess_test_case(module.MultiProcessTestCase)
+
+
+def _guard_multiprocess_test_case(cls) -> None:
+    """torch's MultiProcessTestCase proves a test only through ranks that ran it: with a world
+    size below 1 (`torch.cuda.device_count()` where no GPU is visible) it spawns none, its
+    return-code check returns early and the test passes; a rank's test method that returns a
+    coroutine, a generator or a value ran no assertion. Both fail the test instead."""
+    if getattr(cls, "__torch_test_guarded__", False):
+        return
+    start_processes, join_or_run = cls._start_processes, cls.join_or_run
+
+    @functools.wraps(start_processes)
+    def start_processes_guarded(self, proc):
+        size = int(self.world_size)
+        if size < 1:
+            raise AssertionError(
+                f"{self.id()}: world size {size}, so no rank would run the test (a world size "
+                "that follows the visible device count needs a GPU variant)"
+            )
+        return start_processes(self, proc)
+
+    @functools.wraps(join_or_run)
+    def join_or_run_checked(self, fn):
+        return join_or_run(self, call_results.checked(fn))
+
+    cls._start_processes = start_processes_guarded
+    cls.join_or_run = join_or_run_checked
+    cls.__torch_test_guarded__ = True
 
 
 # ---- common_utils, inductor_utils, triton_utils: module-level skip decorators
 
 
 def _patch_common_utils(module) -> None:
-    module.requires_cuda = _marking(module.requires_cuda, hardware.requires(gpus=1))
+    module.requires_cuda = _marking(module.requires_cuda, markers.requires(gpus=1))
 
 
 def _patch_inductor_utils(module) -> None:
@@ -125,14 +155,14 @@ def _patch_inductor_utils(module) -> None:
         factory = getattr(module, name)
 
         def marked(*args, _factory=factory, **kwargs):
-            return _marking(_factory(*args, **kwargs), hardware.requires_triton)
+            return _marking(_factory(*args, **kwargs), markers.requires_triton)
 
         setattr(module, name, marked)
 
 
 def _patch_triton_utils(module) -> None:
     module.requires_cuda_and_triton = _marking(
-        module.requires_cuda_and_triton, hardware.requires_triton
+        module.requires_cuda_and_triton, markers.requires_triton
     )
 
 
@@ -179,14 +209,14 @@ def _patch_common_device_type(module) -> None:
 def _place_device_class(cls) -> None:
     device = cls.device_type
     if device == "cuda":
-        hardware.requires(gpus=1)(cls)
+        markers.requires(gpus=1)(cls)
     for name, fn in list(vars(cls).items()):
         if not name.startswith("test"):
             continue
         devices = getattr(fn, "num_required_devices", 1)  # deviceCountAtLeast(n)
         if devices > 1:
             if device == "cuda":
-                hardware.requires(gpus=at_least(devices))(fn)
+                markers.requires(gpus=at_least(devices))(fn)
             elif device == "cpu":
                 delattr(cls, name)  # one CPU device: only the CUDA instance can run it
                 continue

@@ -43,6 +43,7 @@ class ShardSelector:
     def __init__(self, index: int, total: int, durations: dict[str, float]):
         self.index, self.total, self.durations = index, total, durations
         self.selected_before_sharding = 0
+        self.elsewhere: list[str] = []  # node ids given to other shards
 
     @classmethod
     def from_env(cls, env=os.environ):
@@ -59,6 +60,7 @@ class ShardSelector:
         mine = set(assign([i.nodeid for i in items], self.total, self.durations)[self.index])
         keep = [i for i in items if i.nodeid in mine]
         drop = [i for i in items if i.nodeid not in mine]
+        self.elsewhere = [i.nodeid for i in drop]
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -1,41 +1,35 @@
-"""pytest plugin (registered by test_utils.pytest_plugin): a target passes only for tests that ran.
+"""pytest plugin (registered by the session plugin): a target passes only for tests that ran.
 
 Fails the run, after the tests ran, for:
 - a skip (setup, body, module import), an xfail that never ran its test (`run=False`,
   `pytest.xfail()` in setup or in the test body) and an unexpected pass (XPASS, as if every
   xfail were strict), unless the outcome is declared (below) or the test is not applicable;
   an expected failure that ran and failed (xfail marker, unittest.expectedFailure) passes;
-- what the module defines but pytest does not run: a collection warning (a test class with
-  `__init__`, ...), and a unittest.TestCase with test methods that yields no test (it inherits
-  `__test__ = False`), unless the class itself says `__test__ = False` (declared abstract) or
-  the command line asked for other classes only (plain `pytest test_x.py::SomeClass::test_y`;
-  the runner always names the whole file);
-- a coroutine test method of a plain unittest.TestCase (unittest calls it and never awaits the
-  coroutine): the test fails at setup, naming itself;
 - a stale declaration (below).
+What the source defines but never runs (a class pytest cannot collect, a conftest's selection)
+is the runner's to judge, from an inventory taken apart from this session
+(tools/runner/session/inventory.py); what a test's call does (returns a coroutine, raises in a
+thread) is tools/runner/session/call_results.py's.
 
-Declared outcomes (test_utils.expectations; the torch_test `expectations` file): a declared skip
+Declared outcomes (tools.runner.session.expectations; the torch_test `expectations` file): a
+declared skip
 passes only when the test skips (its reason matching `match`); a declared fail passes only when
 the test ran and failed (reported as an xfail with the declared reason); a declared test that
 runs and passes, or an entry matching no test of the variant's whole collection (before -k and
 sharding, so every shard judges the same list), fails the target as stale. Each declared test
 carries the JUnit property expectations.DECLARED_PROPERTY.
 
-Not applicable (a test for hardware no variant offers, test_utils/upstream_decorators.py): a
-test marked NOT_APPLICABLE_MARK (or with the stash key NOT_APPLICABLE) and skipped at setup with
-a reason starting NOT_APPLICABLE_PREFIX is accepted and carries the JUnit property
+Not applicable (a test for hardware no variant offers, read from torch's decorators by
+tools/runner/session/upstream_decorators.py): a test the session plugin placed so (the stash
+key NOT_APPLICABLE: no marker a test author can write) and skipped at setup with a reason
+starting NOT_APPLICABLE_PREFIX is accepted and carries the JUnit property
 NOT_APPLICABLE_PROPERTY; no other skip is.
 """
 
-import inspect
-import pathlib
-import unittest
-
 import pytest
 
-from test_utils import expectations
+from tools.runner.session import expectations
 
-NOT_APPLICABLE_MARK = "torch_test_not_applicable"
 NOT_APPLICABLE = pytest.StashKey[str]()
 NOT_APPLICABLE_PREFIX = "not applicable to this hardware table: "
 NOT_APPLICABLE_PROPERTY = "torch_test.not_applicable"
@@ -48,62 +42,33 @@ class OutcomeAudit:
         self.entries, self.source = entries, source
         self.items: dict[str, pytest.Item] = {}
         self.declared: dict[str, expectations.Entry] = {}
-        self.modules = []
-        self.coroutines: set[str] = set()
+        self.matched: dict[str, str] = {}  # node id -> the text its declaration accepted
         self.imperative_xfail: set[str] = set()
         self.ran = 0
         self.skipped: list[tuple[str, str]] = []
         self.xpassed: list[tuple[str, str]] = []
         self.stale: list[str] = []
-        self.unrun: list[str] = []  # defined by the module, never run
         self.accepted: list[str] = []  # declared or not applicable: shown, not failing
 
     # Collection.
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_make_collect_report(self, collector):
-        report = yield
-        if isinstance(collector, pytest.Module) and report.passed:
-            self.modules.append(collector.obj)
-        return report
-
-    def pytest_warning_recorded(self, warning_message, when, nodeid, location):
-        if when == "collect" and issubclass(
-            warning_message.category, pytest.PytestCollectionWarning
-        ):
-            where = nodeid or (f"{location[0]}:{location[1]}" if location else "collection")
-            self.unrun.append(f"{where}: {warning_message.message}")
-
-    @pytest.hookimpl(wrapper=True)
     def pytest_collection_modifyitems(self, config, items):
         collected = list(items)  # before any selection: variant, -k, shard
         yield
-        self.unrun += _uncollected_test_cases(self.modules, collected, _classes_asked(config))
         ours = [i.nodeid for i in collected if self.variant_of(i) == self.variant]
         try:
-            self.declared, unmatched = expectations.assign(self.entries, ours)
+            self.declared, stale = expectations.assign(self.entries, ours)
         except expectations.ExpectationError as error:
             raise pytest.UsageError(f"{self.source}: {error}") from error
-        self.stale += [f"{e}: matches no test of variant {self.variant!r}" for e in unmatched]
+        self.stale += [f"{why} (variant {self.variant!r})" for why in stale]
         for item in items:
             self.items[item.nodeid] = item
             entry = self.declared.get(item.nodeid)
             if entry:
                 item.user_properties.append((expectations.DECLARED_PROPERTY, entry.property_value))
-            if _coroutine_in_plain_test_case(item):
-                self.coroutines.add(item.nodeid)
 
     # Running.
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item):
-        if item.nodeid in self.coroutines:
-            pytest.fail(
-                f"{item.nodeid} is a coroutine (async def) in a plain unittest.TestCase, which "
-                "calls it and never awaits it: derive the class from "
-                "unittest.IsolatedAsyncioTestCase, or make the test synchronous",
-                pytrace=False,
-            )
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
@@ -111,19 +76,27 @@ class OutcomeAudit:
         if _xfail_called_in_body(item, call):
             self.imperative_xfail.add(item.nodeid)
         entry = self.declared.get(item.nodeid)
-        if (
-            entry
-            and entry.outcome == "fail"
-            and call.when == "call"
-            and report.failed
-            and entry.matches_text(report.longreprtext)
-        ):
-            report.outcome = "skipped"  # pytest's (and JUnit's) form of an expected failure
-            report.wasxfail = f"declared: {entry.reason}"
+        if entry and entry.outcome == "fail" and call.when == "call" and report.failed:
+            matched = entry.matched(_failure_text(call))
+            if matched is not None:
+                report.outcome = "skipped"  # pytest's (and JUnit's) form of an expected failure
+                report.wasxfail = f"declared: {entry.reason}"
+                self._note_match(item, report, matched)
+        elif entry and entry.outcome == "skip" and report.skipped:
+            matched = entry.matched(_skip_reason(report))
+            if matched is not None:
+                self._note_match(item, report, matched)
         why = _not_applicable(item) if call.when == "setup" else None
         if why is not None and (NOT_APPLICABLE_PROPERTY, why) not in item.user_properties:
             item.user_properties.append((NOT_APPLICABLE_PROPERTY, why))
         return report
+
+    def _note_match(self, item, report, matched: str) -> None:
+        """Shows the text the declaration accepted: in the log's summary and in JUnit."""
+        self.matched[item.nodeid] = matched
+        prop = (expectations.MATCHED_PROPERTY, matched)
+        item.user_properties.append(prop)
+        report.user_properties.append(prop)
 
     def pytest_collectreport(self, report):
         if report.skipped:  # a whole module, e.g. pytest.importorskip at module level
@@ -148,8 +121,10 @@ class OutcomeAudit:
         why = _not_applicable(item) if item is not None else None
         if why is not None and report.when == "setup" and reason.startswith(NOT_APPLICABLE_PREFIX):
             self.accepted.append(f"{nodeid}: {reason}")
-        elif entry and entry.outcome == "skip" and entry.matches_text(reason):
-            self.accepted.append(f"{nodeid}: declared skip ({entry.reason})")
+        elif entry and entry.outcome == "skip" and entry.matched(reason) is not None:
+            self.accepted.append(
+                f"{nodeid}: declared skip ({entry.reason}); matched {entry.matched(reason)!r}"
+            )
         elif entry and entry.outcome == "skip":
             self.skipped.append(
                 (nodeid, f"{reason} (declared skip: {entry.match!r} does not match)")
@@ -166,7 +141,9 @@ class OutcomeAudit:
         if entry.outcome == "skip":
             self.stale.append(f"{nodeid}: declared skip ({entry.reason}), but it ran ({entry})")
         elif xfail == f"declared: {entry.reason}":
-            self.accepted.append(f"{nodeid}: declared fail ({entry.reason})")
+            self.accepted.append(
+                f"{nodeid}: declared fail ({entry.reason}); matched {self.matched.get(nodeid)!r}"
+            )
         elif report.passed:
             self.stale.append(f"{nodeid}: declared fail ({entry.reason}), but it passed ({entry})")
         elif report.failed:
@@ -177,7 +154,7 @@ class OutcomeAudit:
     # Verdict.
 
     def pytest_sessionfinish(self, session, exitstatus):
-        failing = self.skipped or self.xpassed or self.stale or self.unrun
+        failing = self.skipped or self.xpassed or self.stale
         if failing and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -186,12 +163,6 @@ class OutcomeAudit:
         if self.accepted:
             write.section("declared and not-applicable outcomes (accepted)")
             for line in self.accepted:
-                write.line(line)
-        if self.unrun:
-            write.section(
-                "tests the module defines but pytest never runs fail this target", red=True
-            )
-            for line in self.unrun:
                 write.line(line)
         if self.stale:
             write.section("stale expectations fail this target", red=True)
@@ -214,6 +185,13 @@ class OutcomeAudit:
             )
 
 
+def _failure_text(call) -> str:
+    """`ExceptionType: message` of the call's failure: what a declared fail's match reads."""
+    if call.excinfo is None:
+        return ""
+    return f"{call.excinfo.typename}: {call.excinfo.value}"
+
+
 def _skip_reason(report) -> str:
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
@@ -222,13 +200,8 @@ def _skip_reason(report) -> str:
 
 
 def _not_applicable(item) -> str | None:
-    """Why the test is not applicable to the hardware table, or None."""
-    if NOT_APPLICABLE in item.stash:
-        return item.stash[NOT_APPLICABLE]
-    marker = item.get_closest_marker(NOT_APPLICABLE_MARK)
-    if marker is None:
-        return None
-    return str(marker.kwargs.get("reason", marker.args[0] if marker.args else ""))
+    """Why the test is not applicable to the hardware table (the plugin's placement), or None."""
+    return item.stash.get(NOT_APPLICABLE, None)
 
 
 def _xfail_called_in_body(item, call) -> bool:
@@ -239,64 +212,3 @@ def _xfail_called_in_body(item, call) -> bool:
         return False
     expecting = (getattr(item, "obj", None), getattr(item, "cls", None))
     return not any(getattr(o, "__unittest_expecting_failure__", False) for o in expecting)
-
-
-def _coroutine_in_plain_test_case(item) -> bool:
-    cls = getattr(item, "cls", None)
-    if cls is None or not issubclass(cls, unittest.TestCase):
-        return False  # a bare async test function fails in pytest itself (no async plugin)
-    if issubclass(cls, unittest.IsolatedAsyncioTestCase):
-        return False
-    return inspect.iscoroutinefunction(getattr(cls, getattr(item, "originalname", item.name), None))
-
-
-def _classes_asked(config):
-    """asked(module): None where the command line names the module's file (or a folder above
-    it), so every class must yield tests; else the class names its node ids give
-    (`test_x.py::SomeClass::test_y` asks for SomeClass only)."""
-    here = config.invocation_params.dir
-    whole, named = [], {}
-    for arg in config.args:
-        path, _, inner = arg.partition("::")
-        path = (here / path).resolve()
-        if inner:
-            named.setdefault(path, set()).add(inner.split("::")[0].split("[")[0])
-        else:
-            whole.append(path)
-
-    def asked(module) -> set[str] | None:
-        file = pathlib.Path(module.__file__).resolve()
-        if any(file == path or path in file.parents for path in whole):
-            return None
-        return named.get(file, set())
-
-    return asked
-
-
-def _uncollected_test_cases(modules, items, asked) -> list[str]:
-    """TestCase classes of the modules with test methods but no collected test, of those the
-    command line asked pytest to collect (`asked`, from _classes_asked)."""
-    have_items = {getattr(i, "cls", None) for i in items}
-    loader = unittest.TestLoader()
-    found = []
-    for module in modules:
-        classes = asked(module)
-        for name, obj in vars(module).items():
-            if not (isinstance(obj, type) and issubclass(obj, unittest.TestCase)):
-                continue
-            if classes is not None and name not in classes:
-                continue
-            tests = loader.getTestCaseNames(obj)
-            if not tests or obj in have_items or vars(obj).get("__test__", True) is False:
-                continue
-            hider = next((b for b in obj.__mro__ if vars(b).get("__test__", True) is False), None)
-            why = (
-                f"it inherits __test__ = False from {hider.__name__}" if hider else "not collected"
-            )
-            found.append(
-                f"{module.__name__}.{name}: a unittest.TestCase with tests ({', '.join(tests[:3])}"
-                f"{', ...' if len(tests) > 3 else ''}) that pytest does not collect: {why}. Set "
-                f"__test__ = True in {name} to run them, or __test__ = False in its own body to "
-                "declare it abstract"
-            )
-    return found

@@ -1,0 +1,157 @@
+"""Every test a source defines, found apart from the tests' own session: the inventory.
+
+A target is green only when every test its source defines ran with a real outcome (or is
+declared). Checking that from inside the test session trusts what the session can be told:
+warning filters hide pytest's "cannot collect" warnings, a conftest drops items, a plugin is
+switched off, ini options rename what pytest collects. So the runner starts one more process
+beside the tests, `run` below (pytest_runner.py --inventory), which never loads a conftest
+(--noconftest), nor the target's args, ini file or plugins, and writes:
+
+  items        every case pytest collects from the source under these fixed conditions, by
+               local id (`test_x.py::Class::test_y[param]`), with its variant (the plugin's
+               markers, torch's decorators adapted as in the tests) and its parameters' reprs
+               (the shards' stability check, tools/runner/collection.py);
+  uncollected  every test-named thing the modules define that yields no case: module
+               functions named test*, methods test* of classes named Test* (pytest's defaults)
+               and what unittest's loader runs (`load_tests` included); a class that says
+               `__test__ = False` in its own body is abstract on purpose and not counted.
+
+The runner then holds the tests' ledger against it (tools/runner/completion.py `account`): a
+case of the target's variant that neither reported an outcome, nor went to another shard, nor
+was left out by the user's own filter (-k, --test_filter, node ids) fails the target as
+"defined but never ran", and anything uncollected fails every target of the source. One rule,
+so a new way to hide a test (an inherited `__test__ = False`, an `__init__`, a conftest's
+selection, a silenced warning) is caught without a check of its own.
+"""
+
+import json
+import os
+import unittest
+
+from tools.runner.session import collection_record
+
+# Pytest's default naming (python_functions, python_classes): the inventory does not read the
+# target's ini file, so renaming what pytest collects there cannot shrink the inventory.
+_TEST_PREFIX = "test"
+_CLASS_PREFIX = "Test"
+
+
+def local_id(nodeid: str) -> str:
+    """`test_x.py::T::test_a[p]` for `some/dir/test_x.py::T::test_a[p]`."""
+    path, sep, rest = nodeid.partition("::")
+    return path.rsplit("/", 1)[-1] + sep + rest
+
+
+def base_id(local: str) -> str:
+    """A case's id without its parameters: `test_x.py::T::test_a` for `...::test_a[p]`."""
+    return local.split("[", 1)[0]
+
+
+def _abstract(cls) -> bool:
+    return vars(cls).get("__test__", True) is False
+
+
+def definitions(module, file_name: str) -> dict[str, str]:
+    """{base id: what it is} for every test the module defines, whatever pytest collects."""
+    found = {}
+    for name, obj in list(vars(module).items()):
+        if isinstance(obj, type):
+            if issubclass(obj, unittest.TestCase) or not name.startswith(_CLASS_PREFIX):
+                continue  # TestCases: unittest's loader below
+            if _abstract(obj):
+                continue
+            for attr in dir(obj):
+                if attr.startswith(_TEST_PREFIX) and callable(getattr(obj, attr, None)):
+                    found[f"{file_name}::{name}::{attr}"] = f"method of class {name}"
+        elif name.startswith(_TEST_PREFIX) and callable(obj):
+            if getattr(obj, "__test__", True) is not False:
+                found[f"{file_name}::{name}"] = "function"
+    for case in _unittest_cases(module):
+        cls = type(case)
+        method = getattr(case, "_testMethodName", None)
+        if method is None or isinstance(case, unittest.FunctionTestCase):
+            # a function, a doctest, a broken load_tests: unittest runs it, pytest has no case
+            found[f"{file_name}::{case.id()}"] = f"unittest {cls.__name__}"
+        else:
+            found[f"{file_name}::{cls.__name__}::{method}"] = f"unittest.TestCase {cls.__name__}"
+    return found
+
+
+def _unittest_cases(module):
+    """What unittest's loader runs from the module (its load_tests included), flattened."""
+    try:
+        suite = unittest.TestLoader().loadTestsFromModule(module)
+    except Exception as error:  # a broken load_tests is the module's failure, shown as one
+        return [_Broken(f"load_tests failed: {type(error).__name__}: {error}")]
+    out, stack = [], [suite]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, unittest.TestSuite):
+            stack.extend(node)
+        elif not (isinstance(node, unittest.TestCase) and _abstract(type(node))):
+            out.append(node)
+    return out
+
+
+class _Broken:
+    """Stands for a load_tests that raised: it names the failure where a case's id would be."""
+
+    def __init__(self, why: str):
+        self._why = why
+
+    def id(self) -> str:
+        return self._why
+
+
+def uncollected(defined: dict[str, str], collected: set[str]) -> list[str]:
+    """Definitions with no collected case, as lines naming each."""
+    have = {base_id(c) for c in collected}
+    return [f"{d} ({what})" for d, what in sorted(defined.items()) if d not in have]
+
+
+def recorder(out: str, variant_of):
+    """pytest plugin of the inventory process: records every case and definition, runs none.
+
+    `variant_of(item)` is the variant the session plugin placed the item in; it is read after
+    every collection hook ran, from the items as collected before any selection.
+    """
+    import pytest
+
+    class Recorder:
+        def __init__(self):
+            self.modules = {}
+            self.error = None
+
+        @pytest.hookimpl(wrapper=True)
+        def pytest_make_collect_report(self, collector):
+            report = yield
+            if isinstance(collector, pytest.Module) and report.passed:
+                self.modules[collector.path.name] = collector.obj
+            elif isinstance(collector, pytest.Module) and report.failed:
+                self.error = f"{collector.nodeid}: {report.longreprtext[-3000:]}"
+            return report
+
+        @pytest.hookimpl(wrapper=True)
+        def pytest_collection_modifyitems(self, items):
+            collected = list(items)
+            result = yield
+            described = collection_record.describe(collected)  # as the shards compare
+            cases = {
+                local_id(i.nodeid): {"variant": variant_of(i), "params": described[i.nodeid]}
+                for i in collected
+            }
+            defined = {}
+            for file_name, module in self.modules.items():
+                defined.update(definitions(module, file_name))
+            record = {
+                "items": cases,
+                "uncollected": uncollected(defined, set(cases)),
+                "error": self.error,
+            }
+            with open(out + ".tmp", "w") as f:
+                json.dump(record, f)
+            os.replace(out + ".tmp", out)
+            items[:] = []
+            return result
+
+    return Recorder()
