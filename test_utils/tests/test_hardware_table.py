@@ -4,8 +4,7 @@ tools/build_defs/variants.bzl is the one table; tools.hardware.table reads its l
 with Python's ast (plain pytest, the rig), the torch_test macro passes the GPU counts to every
 target (TORCH_TEST_VARIANTS, what tools.hardware.variants uses inside Bazel),
 //tools/build_defs:variants writes the table as Starlark evaluates it (plus what Starlark
-derives: tag filters, host constraints), and .bazelrc spells the tag filters as configs. The
-TORCH_TEST_* names are defined once per language (tools/hardware/envvars.py, envvars.bzl). Any
+derives: tag filters, host constraints), and .bazelrc spells the tag filters as configs. Any
 disagreement fails here.
 """
 
@@ -15,11 +14,10 @@ import re
 import pytest
 
 from test_utils import hardware
-from tools.hardware import envvars, probe, table, variants
+from tools.hardware import probe, table, variants
 
 STARLARK = json.loads((table.ROOT / "tools" / "build_defs" / "variants.json").read_text())
 BAZELRC = (table.ROOT / ".bazelrc").read_text()
-ENVVARS_BZL = table.ROOT / "tools" / "hardware" / "envvars.bzl"
 VARIANTS = STARLARK["VARIANTS"]
 
 
@@ -27,12 +25,6 @@ def test_python_reads_the_table_starlark_evaluates():
     python = table.table()
     assert python["VARIANTS"] == VARIANTS
     assert python["FEATURES"] == STARLARK["FEATURES"]
-
-
-def test_python_and_starlark_name_the_same_variables():
-    starlark = table.read_literals(ENVVARS_BZL)
-    assert {**starlark["RUNNER_ENV"], **starlark["HOST_ENV"]} == envvars.NAMES
-    assert starlark["PREFIX"] == envvars.PREFIX
 
 
 def test_the_macro_gives_every_target_the_tables_gpu_counts():
