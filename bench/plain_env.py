@@ -13,7 +13,6 @@ import subprocess
 from tools.hardware import envvars, table
 from tools.runner import bytecode
 
-ENVVARS_BZL = table.ROOT / "tools" / "hardware" / "envvars.bzl"
 # Bazel's tests never see these (its strict action environment passes neither), so inductor
 # builds their kernels, and probes its vector ISAs, with the `g++` on PATH: plain pytest must
 # not build with another compiler (GPU images may set CXX to a wrapper of their own).
@@ -39,7 +38,7 @@ def plain_pytest_env(
         for k, v in without_compiler_variables(os.environ).items()
         if not k.startswith(envvars.PREFIX)
     }
-    env.update(table.read_literals(ENVVARS_BZL)["COMMON_ENV"])
+    env.update(envvars.COMMON_ENV)
     env.update(table.table()["VARIANTS"][variant]["env"])
     env.update(
         {envvars.VARIANT: variant, "PYTHONPATH": pythonpath, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}

@@ -4,9 +4,8 @@ tools/build_defs/variants.bzl is the one table; tools.hardware.table reads its l
 with Python's ast (plain pytest, the rig), the torch_test macro passes the GPU counts to every
 target (TORCH_TEST_VARIANTS, what tools.hardware.variants uses inside Bazel),
 //tools/build_defs:variants writes the table as Starlark evaluates it (plus what Starlark
-derives: tag filters, host constraints), and .bazelrc spells the tag filters as configs. The
-TORCH_TEST_* names are defined once per language (tools/hardware/envvars.py, envvars.bzl). Any
-disagreement fails here.
+derives: tag filters, host constraints), .bazelrc spells the tag filters as configs, and
+docs/variants.md shows the table to readers. Any disagreement fails here.
 """
 
 import json
@@ -15,11 +14,11 @@ import re
 import pytest
 
 from test_utils import hardware
-from tools.hardware import envvars, probe, table, variants
+from tools.hardware import probe, table, variants
 
 STARLARK = json.loads((table.ROOT / "tools" / "build_defs" / "variants.json").read_text())
 BAZELRC = (table.ROOT / ".bazelrc").read_text()
-ENVVARS_BZL = table.ROOT / "tools" / "hardware" / "envvars.bzl"
+VARIANTS_MD = (table.ROOT / "docs" / "variants.md").read_text()
 VARIANTS = STARLARK["VARIANTS"]
 
 
@@ -27,12 +26,6 @@ def test_python_reads_the_table_starlark_evaluates():
     python = table.table()
     assert python["VARIANTS"] == VARIANTS
     assert python["FEATURES"] == STARLARK["FEATURES"]
-
-
-def test_python_and_starlark_name_the_same_variables():
-    starlark = table.read_literals(ENVVARS_BZL)
-    assert {**starlark["RUNNER_ENV"], **starlark["HOST_ENV"]} == envvars.NAMES
-    assert starlark["PREFIX"] == envvars.PREFIX
 
 
 def test_the_macro_gives_every_target_the_tables_gpu_counts():
@@ -109,3 +102,30 @@ def test_pools_are_named_after_hardware():
     for name, spec in VARIANTS.items():
         if spec["gpus"]:
             assert spec["pool"].endswith(f"-x{spec['gpus']}"), (name, spec["pool"])
+
+
+def _docs_variant_rows() -> dict[str, list[str]]:
+    """docs/variants.md's variant table: {variant: [target, GPUs, tags, needs, pool]}."""
+    lines = VARIANTS_MD.splitlines()
+    start = lines.index("| variant | target | GPUs | tags | needs (platform constraints) | pool |")
+    rows = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        name, *cells = [cell.strip().strip("`") for cell in line.strip("|").split("|")]
+        rows[name] = cells
+    return rows
+
+
+def test_the_docs_variant_table_is_the_table():
+    expected = {
+        name: [
+            "test_x" + spec["suffix"],
+            str(spec["gpus"]),
+            " ".join(spec["tags"]),
+            f"has_gpus_{spec['gpus']}" if spec["gpus"] else "",
+            spec["pool"],
+        ]
+        for name, spec in VARIANTS.items()
+    }
+    assert _docs_variant_rows() == expected, "docs/variants.md's table vs variants.bzl"

@@ -22,7 +22,7 @@ different case, one case twice and another never.
   of the ids both processes collected with what its test process collected (`recorder`, before
   any selection). A difference fails the shard, naming it: if two processes on one host
   disagree, shards elsewhere can too. Cost: one more collection per target (the test module's
-  imports), in parallel with the tests (bench/collection_check_cost.sh).
+  imports), in parallel with the tests (bench/inventory_cost.sh).
 """
 
 import json

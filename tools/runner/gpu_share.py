@@ -1,7 +1,7 @@
 """How much of its GPUs a GPU test leases, from measured facts: whole GPUs or a memory share.
 
 Tests bound by compiling on the CPU leave the GPU mostly idle, so several of them on one GPU
-finish sooner (README "Numbers"). Sharing must never
+finish sooner (bench/results/gpu_suite_2026-11-23_nvidia-h200-x2.md). Sharing must never
 turn an OOM into a flake, so each GPU is cut into SLOTS slots of equal memory (of the smallest
 visible GPU) and a test takes as many as its recorded peak GPU memory needs, with a margin for
 what the caching allocator does not count (CUDA context, library workspaces); its memory is

@@ -1,6 +1,6 @@
 """On a GPU host: a cpu target's torch sees no GPU, a gpu target's torch sees its leased one.
 
-Run on a machine with at least one NVIDIA GPU, in host-interpreter mode (README):
+Run on a machine with at least one NVIDIA GPU, in host-interpreter mode (docs/python.md):
     TORCH_TEST_PYTHON=$(command -v python3) tools/bazel test \
         //tools/selftest:probe_accelerators //tools/selftest:probe_accelerators_gpu
 Manual: on a CPU host the cpu case would say nothing, so it fails there rather than pass.

@@ -4,7 +4,8 @@ Before its first CPU compile, each process's inductor checks every vector ISA th
 (AVX2, AVX-512, VNNI, AMX, ...): it builds a probe into the kernel cache and loads it in a child
 Python (VecISA.check_build), one process at a time under inductor's lock. Before torch 2.13 that
 child imports torch, so on the torch 2.11 image every shard's first compile pays for several
-torch imports, and shards that start together queue behind each other's (README "Numbers").
+torch imports, and shards that start together queue behind each other's
+(bench/results/host_suite_2026-11-25_nvidia-h100-x1.md).
 
 Here every probe that passed is kept as a file named by a digest of what its answer depends
 on: the torch build, the interpreter, the compiler binary, the kernel and CPU flags, and the
