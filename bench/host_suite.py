@@ -11,8 +11,9 @@ RESULTS_DIR/host_suite.md (default bench/results):
            this host (tools/runner/process/vec_isa_memo.py), as on any host that has run a test:
            the runs below start from them (compare
            'memo-off=--test_env=TORCH_TEST_VEC_ISA_MEMO=off'); its seconds are the one-time cost
-  record   only if a GPU target of the suite has no peak GPU memory in tools/test_times.bzl:
-           its GPU targets once through Bazel, then tools/update_test_times.py, so the
+  record   only if a GPU target of the suite (that this host can run and --tag-filters
+           selects) has no peak GPU memory in tools/test_times.bzl: the selected GPU targets
+           once through Bazel, then tools/update_test_times.py, so the
            default run below decides GPU sharing from measured peaks (tools/runner/gpu_share.py).
            The updated tools/test_times.bzl is copied to RESULTS_DIR: commit it.
   bazel    `tools/bazel test --nocache_test_results //dynamo_tests/... //distributed_tests/...`:
@@ -32,12 +33,19 @@ RESULTS_DIR/host_suite.md (default bench/results):
            image mostly inductor's vector-ISA check), which plain pytest pays once per file,
            inside whichever case compiles first, and each Bazel shard pays again
   bound    max(longest test case + one interpreter start, longest case alone,
-               GPU capacity the tests occupy / GPUs,
+               GPU capacity the tests occupy / GPUs, whole-GPU work per GPU set,
                all test-case seconds / cores), test-case seconds from the uncontended pytest run.
            A test occupies its variant's GPUs for its seconds, each GPU wholly or by the share
            the default policy leased it in the Bazel run (`torch_test lease:` lines, e.g. 2 of
            8 slots): only tests that cannot share count one after another, as the policy
-           runs them.
+           runs them. Tests of N GPUs that leased them whole run at most GPUs // N at once
+           (one per disjoint set of N GPUs), so their seconds / (GPUs // N) is a bound too,
+           tighter than GPU capacity / GPUs where N does not divide the host's GPUs.
+
+--tag-filters FILTERS measures only what it selects (Bazel's --test_tag_filters, e.g. multi_gpu:
+the 2-, 4- and 8-GPU variants; -multi_gpu: everything else): every Bazel run gets it, and plain
+pytest and the bound cover only the targets Bazel ran. On a multi-GPU host the whole suite's
+plain pytest, one multi-GPU file after another, outlasts a 10-minute call.
 
 --compare NAME=FLAGS (repeatable) adds one more cold Bazel run with those flags after the
 defaults, on the same record and bound: a lever's before/after side by side. --no-pytest skips
@@ -119,10 +127,36 @@ def variant_of(label: str) -> tuple[str, str]:
     return f"{package}/{name}.py", "cpu"
 
 
-def gpu_targets() -> list[str]:
-    query = f"attr(tags, gpu, tests({' + '.join(TARGETS)}))"
+def tag_query(tag_filters: str, universe: str) -> str:
+    """A query for the tests of `universe` that --test_tag_filters=`tag_filters` runs: any of
+    its tags (all tests if none), none of its -tags."""
+
+    def tagged(tag: str) -> str:
+        # A tag is an element of the printed list "[gpu, multi_gpu, nccl]", not a substring.
+        return f'attr(tags, "[\\[ ]{tag}[,\\]]", {universe})'
+
+    tags = [t for t in tag_filters.split(",") if t]
+    wanted = [tagged(t) for t in tags if not t.startswith("-")]
+    query = " + ".join(wanted) if wanted else universe
+    for tag in tags:
+        if tag.startswith("-"):
+            query = f"({query}) - {tagged(tag[1:])}"
+    return query
+
+
+def query_tests(query: str) -> list[str]:
     proc, _ = bazel("query", query)
+    if proc.returncode:
+        raise RuntimeError(f"bazel query {query} failed: {proc.stderr[-2000:]}")
     return [line for line in proc.stdout.split() if line.startswith("//")]
+
+
+def suite_tests() -> list[str]:
+    return query_tests(f"tests({' + '.join(TARGETS)})")
+
+
+def gpu_targets(tag_filters: str = "") -> list[str]:
+    return query_tests(tag_query(tag_filters, f"attr(tags, gpu, tests({' + '.join(TARGETS)}))"))
 
 
 def record(events: pathlib.Path) -> str:
@@ -155,19 +189,21 @@ def fill_vec_isa_memo(python: str) -> str:
     return f"{wall:.1f} s ({proc.stdout.strip()})"
 
 
-def record_peaks_if_missing() -> str:
+def record_peaks_if_missing(tag_filters: str) -> str:
+    """The selected GPU targets once, if one that this host can run has no recorded peak."""
     _, peaks = update_test_times.read()
-    wanted = [t for t in gpu_targets() if variant_of(t)[1] == "gpu" or host_gpu_count() > 1]
-    missing = [t for t in wanted if t not in peaks]
-    if not missing or host_gpu_count() == 0:
+    gpus = host_gpu_count()
+    runnable = [t for t in gpu_targets(tag_filters) if VARIANT_GPUS[variant_of(t)[1]] <= gpus]
+    missing = [t for t in runnable if t not in peaks]
+    if not missing or gpus == 0:
         return "peaks recorded already" if not missing else "no GPU"
-    log(f"record: no GPU peak for {missing}; running the GPU targets once")
+    log(f"record: no GPU peak for {missing}; running the selected GPU targets once")
     cold_kernel_cache()
     events = RESULTS / "host_suite_record.bep.json"
     proc, wall = bazel(
         "test",
         "--nocache_test_results",
-        "--test_tag_filters=gpu",
+        f"--test_tag_filters={tag_filters or 'gpu'}",
         f"--build_event_json_file={events}",
         *TARGETS,
     )
@@ -186,8 +222,8 @@ class Case(NamedTuple):
 
 
 def declared_variants(every: list[str]) -> dict[str, list[str]]:
-    """Each source's variants: those of all its targets (SKIPPED ones too), as torch_test
-    declares them to the plugin."""
+    """Each source's variants: those of all its targets (SKIPPED ones and those --tag-filters
+    leaves out too), as torch_test declares them to the plugin."""
     declared: dict[str, list[str]] = {}
     for label in every:
         source, variant = variant_of(label)
@@ -313,8 +349,11 @@ def gpu_share_of(lease_line: str) -> float:
     raise ValueError(f"cannot tell the GPU share of: {lease_line!r}")
 
 
-def gpu_occupancy(lease_lines: list[str], cases, rows, start: float) -> float:
-    """GPU-seconds the pytest cases occupy under the leases Bazel's run took, all GPUs summed.
+def gpu_bound(lease_lines: list[str], cases, rows, start: float, gpus: int) -> float:
+    """Seconds the GPUs need at least for the pytest cases, under the leases Bazel's run took:
+    the larger of all GPU-seconds / GPUs and, for each GPU count N, the seconds of the N-GPU
+    tests that leased whole GPUs / (GPUs // N), the disjoint sets of N GPUs that can run them
+    at once.
 
     A target's share is the largest any of its shards held (a lower share would only lower
     the bound's GPU term further; the largest keeps it a bound of what the policy did).
@@ -324,11 +363,16 @@ def gpu_occupancy(lease_lines: list[str], cases, rows, start: float) -> float:
         label = line.split(": torch_test lease:")[0]
         share[label] = max(share.get(label, 0.0), gpu_share_of(line))
     # Each GPU target's cases, and one interpreter start per target.
-    work = [(label, variant, seconds) for label, variant, seconds, _ in cases]
-    work += [(label, variant, start) for label, variant, _, _ in rows]
-    return sum(
-        seconds * VARIANT_GPUS[variant] * share.get(label, 1.0) for label, variant, seconds in work
-    )
+    work = [(label, VARIANT_GPUS[variant], seconds) for label, variant, seconds, _ in cases]
+    work += [(label, VARIANT_GPUS[variant], start) for label, variant, _, _ in rows]
+    work = [(label, n, seconds) for label, n, seconds in work if 0 < n <= gpus]
+    capacity = sum(seconds * n * share.get(label, 1.0) for label, n, seconds in work) / gpus
+    whole: dict[int, float] = {}
+    for label, n, seconds in work:
+        if share.get(label, 1.0) >= 1.0:
+            whole[n] = whole.get(n, 0.0) + seconds
+    per_set = max((seconds / (gpus // n) for n, seconds in whole.items()), default=0.0)
+    return max(capacity, per_set)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -343,14 +387,16 @@ class Phase:
     events: pathlib.Path
 
 
-def bazel_phase(suffix: str, name: str, flags: str) -> Phase:
-    """SUFFIX names its files in RESULTS (host_suite{SUFFIX}.bep.json, ..._bazel.log)."""
+def bazel_phase(suffix: str, name: str, flags: str, selection: list[str]) -> Phase:
+    """SUFFIX names its files in RESULTS (host_suite{SUFFIX}.bep.json, ..._bazel.log);
+    `selection`: the --tag-filters flags of every run."""
     cold_kernel_cache()
     events = RESULTS / f"host_suite{suffix}.bep.json"
     run, wall = bazel(
         "test",
         "--nocache_test_results",
         f"--build_event_json_file={events}",
+        *selection,
         *flags.split(),
         *TARGETS,
     )
@@ -382,6 +428,13 @@ def parse_options(argv: list[str]):
         "'one-worker=--test_env=TORCHINDUCTOR_COMPILE_THREADS=1': a lever's before/after",
     )
     parser.add_argument(
+        "--tag-filters",
+        default="",
+        metavar="FILTERS",
+        help="measure only these targets (Bazel's --test_tag_filters, e.g. multi_gpu), in every "
+        "Bazel run, plain pytest and the bound",
+    )
+    parser.add_argument(
         "--no-pytest", action="store_true", help="Bazel runs only: no plain pytest, no bound"
     )
     parser.add_argument(
@@ -403,16 +456,18 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     cores, gpus = os.cpu_count() or 1, host_gpu_count()
     log(f"{cores} cores, {gpus} GPUs, python {python}")
-    build, build_wall = bazel("build", *TARGETS)
+    selection = [f"--test_tag_filters={options.tag_filters}"] if options.tag_filters else []
+    build_selection = [f"--build_tag_filters={options.tag_filters}"] if options.tag_filters else []
+    build, build_wall = bazel("build", *build_selection, *TARGETS)
     if build.returncode:
         print(build.stderr[-3000:], file=sys.stderr)
         return 1
     log(f"build (server start, analysis, runfiles): {build_wall:.0f} s")
     memo = fill_vec_isa_memo(python)
     log(f"vec-ISA memo: {memo}")
-    recorded = record_peaks_if_missing()
+    recorded = record_peaks_if_missing(options.tag_filters)
 
-    defaults = bazel_phase("", "defaults", "")
+    defaults = bazel_phase("", "defaults", "", selection)
     targets, bazel_wall = defaults.targets, defaults.wall
     results = {label: target.status for label, target in targets.items()}
     ran = sorted(label for label, status in results.items() if status != bep.SKIPPED)
@@ -424,11 +479,11 @@ def main(argv: list[str] | None = None) -> int:
     log(f"this host's record: {record(defaults.events)}")
     update_test_times.TIMES.write_text(committed)  # the levers run on the defaults' record
     levers = [
-        bazel_phase(f"_{index}", *entry.partition("=")[::2])
+        bazel_phase(f"_{index}", *entry.partition("=")[::2], selection)
         for index, entry in enumerate(options.compare)
     ]
 
-    declared = declared_variants(sorted(targets))
+    declared = declared_variants(suite_tests())
     rows, cases = ([], []) if options.no_pytest else plain_pytest(ran, declared, python)
     runs = {"Bazel defaults": default_cases}
     if not options.no_pytest:
@@ -445,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         start = interpreter_start(python)
         longest = max((case.seconds for case in cases), default=0.0) + start
         leases = [line for line in runner if "torch_test lease:" in line]
-        gpu_work = gpu_occupancy(leases, cases, rows, start) / gpus if gpus else 0.0
+        gpu_work = gpu_bound(leases, cases, rows, start, gpus) if gpus else 0.0
         spread = (sum(case.seconds for case in cases) + start * len(rows)) / cores
     # Each term is a lower bound on its own; those not measured (nan) are left out.
     others = [term for term in (longest, gpu_work, spread) if not math.isnan(term)]
@@ -455,7 +510,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Suite on this host (host-interpreter mode): Bazel defaults vs plain pytest vs bound",
         "",
-        f"host: {cores} cores, {gpus} GPUs; targets {' '.join(TARGETS)}; {recorded}; "
+        f"host: {cores} cores, {gpus} GPUs; targets {' '.join(TARGETS)}"
+        f"{f' (--test_tag_filters={options.tag_filters})' if options.tag_filters else ''}; "
+        f"{recorded}; "
         f"vec-ISA memo filled once: {memo}",
         "",
         "| run | wall s | / bound | / pytest |",
@@ -471,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
         f"| bound | {bound:.1f} | 1 | {bound / pytest_wall:.2f} |",
         "",
         f"- bound = max(longest case + start {longest:.1f}, longest case alone {alone_path:.1f}, "
-        f"GPU occupancy / GPUs {gpu_work:.1f}, all work / cores {spread:.1f}); "
+        f"GPU occupancy / GPUs or per GPU set {gpu_work:.1f}, all work / cores {spread:.1f}); "
         f"interpreter start {start:.1f} s",
         f"- without the alone term (the path as longest case + start): {without_alone:.1f} s, "
         f"defaults {bazel_wall / without_alone:.2f}x it",

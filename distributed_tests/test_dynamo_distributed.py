@@ -6,6 +6,9 @@ Seed: pytorch test/distributed/test_dynamo_distributed.py. Variants:
              (the seed's fake-DDP aot_eager BERT on cuda:0), and TestSingleProc (one process,
              world_size=1 NCCL group)
   multi_gpu  TestMultiProc (2 ranks, one process per rank, NCCL)
+  gpu_x4     TestMultiProcX4: the same tests at 4 ranks
+  gpu_x8     TestMultiProcX8: the same tests at 8 ranks
+  (the seed sizes its multi-process world by torch.cuda.device_count(): one rank per leased GPU)
 
 Where torch changed on purpose the tests assert today's behaviour (see each test's comment):
 - FSDP with use_orig_params=False is a graph break now, not an AssertionError.
@@ -926,7 +929,7 @@ _GUARDS_OUT = io.StringIO()
 
 
 # ---------------------------------------------------------------------------------------------
-# multi_gpu tests: one rank per leased GPU (2 in the multi_gpu variant), one process each
+# multi_gpu, gpu_x4 and gpu_x8 tests: one rank per leased GPU (2, 4, 8), one process each
 
 # test_fsdp_setattr, per device type: (frames compiled, ops in them, graph breaks by type).
 # One graph of MutatingModel's 4 linear + 4 relu + the multiplication by the new state.
@@ -938,6 +941,8 @@ _GUARDS_OUT = io.StringIO()
 #   `requires_grad` on a tensor, a setattr dynamo does not trace, so it breaks once there;
 #   `state` and `_is_root` still compile (frames and ops as on the CPU). Not yet measured on a
 #   later release with CUDA: a change there fails this test and shows in the upgrade gate.
+# The facts are per rank, each compiling its own frame, so TestMultiProcX4 and X8 expect the same
+# (first measured at 4 and 8 ranks by their first run on such hosts).
 FSDP_SETATTR_EXPECTED = {
     "cpu": (1, 9, collections.Counter({"torch.* op returned non-Tensor": 1})),
     "cuda": (1, 9, collections.Counter({"setattr() on Tensor.requires_grad": 1})),
@@ -1116,6 +1121,19 @@ class TestMultiProc(DynamoTestCase, MultiProcessTestCase):
             apply_fsdp_with_checkpointing, wrap_policy=wrap_policy, checkpoint_policy=is_bert_layer
         )
         run_hf_bert_fsdp(self, model, inputs, wrap)
+
+
+# The seed's world size is the device count, so each larger host runs the same tests at its own
+# size. A subclass's marker (the larger count wins over TestMultiProc's) alone moves them to that
+# variant; the bodies and expected facts stay TestMultiProc's.
+@requires_gpus(4)
+class TestMultiProcX4(TestMultiProc):
+    """TestMultiProc at world size 4."""
+
+
+@requires_gpus(8)
+class TestMultiProcX8(TestMultiProc):
+    """TestMultiProc at world size 8."""
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """Sharded nn.Embedding on DTensor matches a local embedding, without extra communication.
 
-Seed: pytorch test/distributed/_tensor/test_embedding_ops.py. Every test runs on two variants:
-  cpu        gloo, 4 rank processes                      TestEmbeddingOpsCPU
-  multi_gpu  NCCL, world size min(4, GPUs) processes     TestEmbeddingOpsCUDA
+Seed: pytorch test/distributed/_tensor/test_embedding_ops.py. Every test runs on three variants,
+one rank process per device (DTensorTestCase: at most 4, the seed's DTensorTestBase world size):
+  cpu        gloo, 4 ranks                               TestEmbeddingOpsCPU
+  multi_gpu  NCCL, 2 ranks (one per leased GPU)          TestEmbeddingOpsCUDA
+  gpu_x4     NCCL, 4 ranks (one per leased GPU)          TestEmbeddingOpsCUDAX4
+No 8-GPU variant: the world size stops at 4, so 8 GPUs would run the 4-rank case again.
 
 Changes from the seed:
 - `torch.distributed._tensor.debug` and `._tensor.ops` are gone; CommDebugMode comes from
@@ -162,6 +165,13 @@ class TestEmbeddingOpsCPU(_EmbeddingOpsChecks, DTensorTestCase):
 @requires_gpus(2)
 @requires_nccl
 class TestEmbeddingOpsCUDA(_EmbeddingOpsChecks, DTensorTestCase):
-    """NCCL, min(4, GPUs) ranks."""
+    """NCCL, one rank per leased GPU: 2."""
 
     device_type = "cuda"
+
+
+# The same tests at the seed's own world size; its marker (the larger count wins over the base
+# class's) alone moves them to the 4-GPU variant, whose lease makes the 4 ranks.
+@requires_gpus(4)
+class TestEmbeddingOpsCUDAX4(TestEmbeddingOpsCUDA):
+    """NCCL, one rank per leased GPU: 4."""

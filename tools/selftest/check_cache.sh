@@ -66,7 +66,7 @@ run_probes
 expect_only //tools/selftest:probe_dtensor "dtensor.py edit"
 # The real targets: every test that depends on dtensor.py is a DTensor test.
 dependents="$("$BAZEL" query 'kind(py_test, rdeps(//..., //test_utils:dtensor.py))' 2>/dev/null | sort | tr '\n' ' ')"
-expect_line "$dependents" "^//distributed_tests:test_embedding_ops //distributed_tests:test_embedding_ops_multi_gpu //test_utils/tests:test_distributed_harness //tools/selftest:probe_dtensor $" \
+expect_line "$dependents" "^//distributed_tests:test_embedding_ops //distributed_tests:test_embedding_ops_gpu_x4 //distributed_tests:test_embedding_ops_multi_gpu //test_utils/tests:test_distributed_harness //tools/selftest:probe_dtensor $" \
   "only DTensor targets depend on test_utils/dtensor.py (got: $dependents)"
 
 say "tools/test_times.bzl regenerated with unchanged numbers"

@@ -1,8 +1,13 @@
 """Inductor's vector-ISA probes kept per host (tools/runner/process/vec_isa_memo.py).
 
-Unit tests patch a stand-in for inductor's VecISA; the last three run real inductor compiles on
-this host's CPU: through the runner twice (the second process probes nothing), and with a kept
-pass that no longer holds (the compile fails; without the memo entry it passes).
+Unit tests patch a stand-in for inductor's VecISA (what the memo keeps, keys and refuses is
+its own logic, not torch's). Real inductor compiles on this host's CPU, each costing a process
+with torch and, before torch 2.13, a torch import per ISA probed, prove only what needs torch:
+- one round trip through the runner: a test process's compile probes every ISA the CPU reports
+  and the next test process, asking inductor for its ISA, takes all of them (the plugin installs
+  the memo, and no ISA escapes it);
+- a kept pass that no longer holds fails the compile, and the same probe without the entry
+  passes: both processes probe AVX2 alone (inductor's ISA list cut to it), side by side.
 """
 
 import os
@@ -111,6 +116,9 @@ def test_off_patches_nothing(monkeypatch):
     assert vec_isa_memo.folder({}) == vec_isa_memo.pathlib.Path(vec_isa_memo.DEFAULT_DIR)
 
 
+# The first process fills the memo from a real compile (what a test's compile asks for); the
+# second asks inductor for its vector ISA, which checks the same list of ISAs, without paying a
+# kernel compile.
 COMPILES_ON_THE_CPU = """
     import torch
 
@@ -119,13 +127,19 @@ COMPILES_ON_THE_CPU = """
         x = torch.randn(64)
         torch.testing.assert_close(compiled(x), (x * 2).sin().sum())
 """
+PICKS_A_VECTOR_ISA = """
+    from torch._inductor import cpu_vec_isa
+
+    def test_picks():
+        assert cpu_vec_isa.pick_vec_isa() is not None
+"""
 
 
 def test_the_second_test_process_takes_every_probe_from_the_first(tmp_path):
-    test_file = write_tests(tmp_path, COMPILES_ON_THE_CPU)
     memo = tmp_path / "memo"
     lines = []
-    for run in ("first", "second"):
+    for run, body in (("first", COMPILES_ON_THE_CPU), ("second", PICKS_A_VECTOR_ISA)):
+        test_file = write_tests(tmp_path, body, name=f"test_{run}.py")
         env = bazel_env(
             tmp_path,
             **{envvars.VEC_ISA_MEMO: memo, "TORCHINDUCTOR_CACHE_DIR": tmp_path / run / "kernels"},
@@ -140,9 +154,10 @@ def test_the_second_test_process_takes_every_probe_from_the_first(tmp_path):
 
 
 # A kept pass for AVX2 with a flag this compiler rejects, as an entry that outlived a compiler
-# change would be; ATEN_CPU_CAPABILITY makes inductor pick AVX2.
+# change would be. Inductor's ISA list is cut to AVX2 (valid_vec_isa_list reads it when first
+# asked), so each process probes that one ISA, not every one the CPU reports.
 STALE_PASS = """
-    import os, pathlib, sys
+    import pathlib, sys
     import torch
     from torch._inductor import cpu_vec_isa
     from tools.runner.process import vec_isa_memo
@@ -150,12 +165,12 @@ STALE_PASS = """
     memo = pathlib.Path(sys.argv[1])
     vec_isa_memo.install(cpu_vec_isa, memo)
     avx2 = next(isa for isa in cpu_vec_isa.supported_vec_isa_list if str(isa) == "avx2")
+    cpu_vec_isa.supported_vec_isa_list[:] = [avx2]
     avx2._arch_flags += " -mtorch-test-no-such-flag"
     if sys.argv[2] == "kept":
         facts = vec_isa_memo.probe_facts(avx2, cpu_vec_isa.VecISA._avx_code)
         memo.mkdir()
         (memo / vec_isa_memo.digest(facts)).write_text("")
-    os.environ["ATEN_CPU_CAPABILITY"] = "avx2"
     compiled = torch.compile(lambda x: (x + 1).cos().sum(), backend="inductor")
     x = torch.randn(64)
     torch.testing.assert_close(compiled(x), (x + 1).cos().sum())
@@ -166,22 +181,30 @@ STALE_PASS = """
 def test_a_kept_pass_that_no_longer_holds_fails_the_compile_never_passes_it(tmp_path):
     script = tmp_path / "stale_pass.py"
     script.write_text(textwrap.dedent(STALE_PASS))
-    results = {}
-    for entry in ("kept", "absent"):
+    started = {}
+    for entry in ("kept", "absent"):  # independent: both at once
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
             "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / entry / "kernels"),
         }
-        results[entry] = subprocess.run(
+        started[entry] = subprocess.Popen(
             [sys.executable, str(script), str(tmp_path / entry / "memo"), entry],
             env=env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=300,
         )
+    results = {}
+    try:
+        for entry, proc in started.items():
+            stdout, stderr = proc.communicate(timeout=300)
+            results[entry] = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    finally:
+        for proc in started.values():
+            proc.kill()
     kept, absent = results["kept"], results["absent"]
     assert kept.returncode != 0 and "torch-test-no-such-flag" in kept.stderr, kept.stderr[-3000:]
-    # torch's own check rejects that probe, so inductor picks another ISA and compiles.
+    # torch's own check rejects that probe, so inductor compiles without a vector ISA.
     assert absent.returncode == 0, absent.stderr[-3000:]
     assert "picked avx2" not in absent.stdout, absent.stdout

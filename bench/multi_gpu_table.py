@@ -1,0 +1,149 @@
+"""bench/multi_gpu_before_after.sh's Python side: the vector-ISA memo, run summaries, the table.
+
+    python3 bench/multi_gpu_table.py fill-memo
+    python3 bench/multi_gpu_table.py summarize NAME EVENTS WALL EXIT SUMMARY.json ARCHIVE.tgz
+    python3 bench/multi_gpu_table.py render SUMMARY.json...   > table.md
+
+A run is summarized right after it ends: the next run of the same targets overwrites the test
+logs its build events point at. Per shard: status, cases (tools/ci/summarize_testlogs.py's
+columns), the `torch_test lease:` line's GPUs, wait and share (tools/runner/pytest_runner.py),
+and the test action's seconds.
+"""
+
+import argparse
+import json
+import pathlib
+import re
+import sys
+import tarfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tools.ci.summarize_testlogs import COLUMNS, _column  # noqa: E402
+from tools.results import bep, junit  # noqa: E402
+
+# torch_test lease: GPUs [0, 1] after 95.9 s (whole: no peak GPU memory recorded for this target)
+LEASE = re.compile(r"torch_test lease: GPUs (\[[\d, ]*\]) after ([\d.]+) s \((\w+): (.*)\)$")
+# The wait the issue allows a target whose peaks are recorded.
+LONG_WAIT_S = 30.0
+
+
+def lease_of(log: pathlib.Path | None) -> dict:
+    if log is None or not log.is_file():
+        return {}
+    for line in log.read_text(errors="replace").splitlines():
+        found = LEASE.search(line)
+        if found:
+            gpus, wait, how, reason = found.groups()
+            return {"gpus": gpus, "wait_s": float(wait), "share": f"{how}: {reason}"}
+    return {}
+
+
+def cases_of(xml: pathlib.Path | None) -> dict:
+    counts = dict.fromkeys(COLUMNS, 0)
+    if xml is not None and xml.is_file():
+        for case in junit.cases(xml):
+            counts[_column(case)] += 1
+    return {k: v for k, v in counts.items() if v}
+
+
+def summarize(name, events, wall, code, summary, archive) -> None:
+    targets = bep.read(events)
+    rows = []
+    with tarfile.open(archive, "w:gz") as logs:
+        for label, target in targets.items():
+            if target.status == bep.SKIPPED:
+                rows.append({"label": label, "status": target.status})
+                continue
+            for a in target.final_attempts():
+                rows.append(
+                    {
+                        "label": label,
+                        "status": a.status,
+                        "shard": f"{a.shard} of {target.shard_count}",
+                        "cases": cases_of(a.xml),
+                        "seconds": a.duration_s,
+                        **lease_of(a.log),
+                    }
+                )
+                for file_name, path in a.outputs.items():
+                    if file_name in ("test.log", "test.xml") and path.is_file():
+                        where = f"{name}/{label[2:].replace(':', '/')}/shard_{a.shard}/{file_name}"
+                        logs.add(path, where)
+    run = {"name": name, "wall_s": float(wall), "exit": int(code), "rows": rows}
+    pathlib.Path(summary).write_text(json.dumps(run, indent=1))
+
+
+def render(summaries: list[str]) -> str:
+    runs = [json.loads(pathlib.Path(s).read_text()) for s in summaries]
+    lines = [
+        "# Multi-GPU targets: before and after recording their ranks' GPU peaks",
+        "",
+        "| run | wall s | bazel exit | targets run | SKIPPED | cases |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for run in runs:
+        ran = {r["label"] for r in run["rows"] if r["status"] != bep.SKIPPED}
+        skipped = {r["label"] for r in run["rows"] if r["status"] == bep.SKIPPED}
+        totals = {}
+        for row in run["rows"]:
+            for column, count in row.get("cases", {}).items():
+                totals[column] = totals.get(column, 0) + count
+        cases = ", ".join(f"{n} {c}" for c, n in totals.items())
+        lines.append(
+            f"| {run['name']} | {run['wall_s']:.0f} | {run['exit']} | {len(ran)} "
+            f"| {len(skipped)} | {cases} |"
+        )
+    for run in runs:
+        lines += [
+            "",
+            f"## {run['name']}",
+            "",
+            "| target | shard | status | cases | GPUs | wait s | share | s |",
+            "| --- | --- | --- | --- | --- | ---: | --- | ---: |",
+        ]
+        for r in run["rows"]:
+            cases = ", ".join(f"{n} {c}" for c, n in r.get("cases", {}).items())
+            wait = r.get("wait_s")
+            seconds = f"{r['seconds']:.1f}" if "seconds" in r else ""
+            flag = " **>30 s**" if wait is not None and wait > LONG_WAIT_S else ""
+            lines.append(
+                f"| `{r['label']}` | {r.get('shard', '')} | {r['status']} | {cases} "
+                f"| {r.get('gpus', '')} | {'' if wait is None else f'{wait:.1f}'}{flag} "
+                f"| {r.get('share', '')} | {seconds} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def fill_memo() -> None:
+    from bench.host_suite import fill_vec_isa_memo
+
+    print(f"vec-ISA memo filled: {fill_vec_isa_memo(sys.executable)}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("fill-memo")
+    one = sub.add_parser("summarize")
+    for arg in ("name", "events", "wall", "code", "summary", "archive"):
+        one.add_argument(arg)
+    many = sub.add_parser("render")
+    many.add_argument("summaries", nargs="+")
+    options = parser.parse_args(argv)
+    if options.command == "fill-memo":
+        fill_memo()
+    elif options.command == "summarize":
+        summarize(
+            *(getattr(options, a) for a in ("name", "events", "wall", "code")),
+            options.summary,
+            options.archive,
+        )
+    else:
+        print(render(options.summaries), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
