@@ -21,12 +21,15 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
 4. Re-runs the failing cases of every regression twice more on the candidate, selected by
    exact node id (--test_env=TORCH_TEST_NODE_IDS, tools/runner/node_ids.py) and checked in
    the re-runs' test.xml: consistent, flaky, or not confirmed (the case did not run again).
-   --repeat N runs every candidate target N more times to find flakes that passed first.
+   --repeat N runs every candidate target N more times, judged whole (tools/gate/repeats.py):
+   any run not PASSED, or any case that does not pass in a run, is a flaky regression.
 5. Writes report.md and report.json to --out (printed).
 
-Exit codes: 0 every requested target and case ran on both sides (or has a declared outcome)
-and nothing regressed; 1 a regression; 4 incomplete: no regression, but something ran on one
-side only (report.md lists what and why); 2 a bad side; 3 Bazel failed to run.
+Exit codes: 0 every requested target and case ran on both sides (or has the same declared
+outcome on both) and nothing regressed; 1 a regression (a case that passed on the baseline and
+is declared fail/skip for the candidate's release only is one, unless --accept-declared);
+4 incomplete: no regression, but something ran on one side only or on neither (a skip, a
+class never collected; report.md lists what and why); 2 a bad side; 3 Bazel failed to run.
 """
 
 import argparse
@@ -45,7 +48,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a script
 
-from tools.gate import candidate, compare, report, sides  # noqa: E402
+from tools.gate import candidate, compare, repeats, report, sides  # noqa: E402
 from tools.hardware import envvars  # noqa: E402
 from tools.results import bep, junit, runner_log  # noqa: E402
 
@@ -171,14 +174,16 @@ class Gate:
         why = candidate.record(side.path).get("nodeps_missing_reason")
         return f"needs {', '.join(needed)}, missing in {side.path}" + (f": {why}" if why else "")
 
-    def reproduce(self, side, label: str, node_id: str | None) -> str:
-        """The command that re-runs one regression on this side."""
+    def reproduce(self, side, label: str, node_id: str | None, runs: int | None = None) -> str:
+        """The command that re-runs one regression on this side (`runs` times: a flake)."""
         env = {k: v for k, v in side.env({}).items()}
         base = self.output_base(side)
         parts = [f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["tools/bazel"]
         if base:
             parts.append(f"--output_base={shlex.quote(str(base))}")
         parts += ["test", "--nocache_test_results"]
+        if runs:
+            parts.append(f"--runs_per_test={runs}")
         if node_id:
             parts.append(shlex.quote(f"--test_env={NODE_IDS_ENV}={json.dumps([node_id])}"))
         return " ".join([*parts, label])
@@ -205,7 +210,7 @@ class Gate:
                 ]
 
     def repeat(self, side, targets: list, times: int) -> dict:
-        """Every candidate target `times` more times: cases failing in any run (flakes)."""
+        """Every candidate target `times` more times, uncached (judged by tools/gate/repeats)."""
         extra = [f"--runs_per_test={times}", "--nocache_test_results"]
         return self.run(side, targets, "repeat", extra)
 
@@ -296,27 +301,21 @@ def _resolve(role: str, spec: str) -> str:
     return spec
 
 
-def _repeat_flakes(result: dict, repeated: dict, baseline: dict) -> None:
-    """Cases that passed first but failed in a repeat run: flaky regressions."""
-    seen = {(r["target"], r["case"]) for r in result["regressions"]}
-    for label, snap in repeated.items():
-        for case_id, case in snap.cases.items():
-            before = baseline.get(label)
-            old = before.cases.get(case_id) if before else None
-            bad = [t for t in [case.outcome] if t not in compare.GOOD and t != "skipped"]
-            if not bad or not old or old.outcome not in compare.GOOD or (label, case_id) in seen:
-                continue
-            result["regressions"].append(
-                {
-                    "target": label,
-                    "case": case_id,
-                    "node_id": case.node_id,
-                    "baseline": old.outcome,
-                    "candidate": f"{case.outcome} in a repeat",
-                    "message": case.message,
-                    "log": case.log,
-                    "confirmation": {"verdict": "flaky (passed first, failed in --repeat)"},
-                }
+def release(version: str | None) -> str:
+    """A torch version's release key (2.15.0+cu132 -> 2.15), as expectations files name it."""
+    return ".".join((version or "?").split("+")[0].split(".")[:2])
+
+
+def _newly_declared(result: dict, candidate_torch: str | None, accept: bool) -> None:
+    """Cases that passed on the baseline and are declared fail/skip for the candidate only: a
+    change the declaration accepts; a regression unless --accept-declared."""
+    for item in [r for r in result["regressions"] if r.get("newly_declared")]:
+        item["message"] = f"newly declared on {release(candidate_torch)}: {item['newly_declared']}"
+        item["confirmation"] = {"verdict": "declared for the candidate's release only"}
+        if accept:
+            result["regressions"].remove(item)
+            result["declared"].append(
+                dict(item, declared=f"{item['message']} (accepted: --accept-declared)")
             )
 
 
@@ -346,6 +345,11 @@ def main(argv=None) -> int:
         default=0,
         metavar="N",
         help="run every candidate target N more times (uncached) to find flaky cases",
+    )
+    parser.add_argument(
+        "--accept-declared",
+        action="store_true",
+        help="a case declared fail/skip for the candidate's release only is no regression",
     )
     args = parser.parse_args(argv)
 
@@ -384,14 +388,22 @@ def main(argv=None) -> int:
         if item.get("skip", {}).get("reason"):
             item["reason"] = f"SKIPPED on one side: {item['skip']['reason']}"
         item.pop("skip", None)
+    fingerprints = {
+        side.role: sides.fingerprint(side, runs[side.role]["output_base"]) for side in gate_sides
+    }
+    _newly_declared(result, fingerprints["candidate"].get("torch"), args.accept_declared)
     if args.repeat:
         repeated = gate.repeat(by_role["candidate"], args.targets, args.repeat)
-        _repeat_flakes(result, repeated["snapshot"], snaps["baseline"])
+        seen = {(r["target"], r["case"]) for r in result["regressions"]}
+        result["regressions"] += repeats.regressions(repeated["targets"], snaps["baseline"], seen)
     to_confirm = [r for r in result["regressions"] if "confirmation" not in r]
     if to_confirm:
         gate.confirm(by_role["candidate"], to_confirm)
     for item in result["regressions"]:
-        item["reproduce"] = gate.reproduce(by_role["candidate"], item["target"], item["node_id"])
+        runs_per_test = 1 + args.repeat if item.get("repeat") else None
+        item["reproduce"] = gate.reproduce(
+            by_role["candidate"], item["target"], item["node_id"], runs_per_test
+        )
 
     packages = {side.role: sides.packages(side) for side in gate_sides}
     regressions = len(result["regressions"])
@@ -410,7 +422,7 @@ def main(argv=None) -> int:
                 "asked": getattr(args, side.role),
                 "description": side.description,
                 "output_base": str(runs[side.role]["output_base"]),
-                "fingerprint": sides.fingerprint(side, runs[side.role]["output_base"]),
+                "fingerprint": fingerprints[side.role],
                 "wall_s": runs[side.role]["wall_s"],
             }
             for side in gate_sides

@@ -94,12 +94,14 @@ def markdown(data: dict, out=None) -> str:
     flaky = sum(
         1 for r in regressions if r.get("confirmation", {}).get("verdict", "").startswith("flaky")
     )
+    declared = sum(1 for r in regressions if r.get("newly_declared"))
     counts = ", ".join(f"{len(result[key])} {key.replace('_', ' ')}" for key, _ in TITLES)
     out_lines += [
         f"**{verdict(data)}.**",
         "",
         f"**{len(regressions)} regressions** "
-        f"({len(regressions) - flaky} not flaky, {flaky} flaky); "
+        f"({len(regressions) - flaky - declared} not flaky, {flaky} flaky, {declared} newly "
+        "declared for the candidate's release: --accept-declared accepts those); "
         f"{counts}; {len(result['skipped_one_side'])} targets SKIPPED on one side only, "
         f"{len(result['skipped_both'])} on both. Targets: {data['targets']}. "
         f"Gate wall time: {data['wall_s']:.0f} s.",
