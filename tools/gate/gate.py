@@ -405,7 +405,9 @@ def main(argv=None) -> int:
             by_role["candidate"], item["target"], item["node_id"], runs_per_test
         )
 
-    packages = {side.role: sides.packages(side) for side in gate_sides}
+    packages = {
+        side.role: sides.packages(side, runs[side.role]["output_base"]) for side in gate_sides
+    }
     regressions = len(result["regressions"])
     incomplete = any(result[key] for key in compare.COVERAGE_KEYS)
     code = EXIT_REGRESSION if regressions else EXIT_INCOMPLETE if incomplete else 0

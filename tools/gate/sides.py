@@ -153,12 +153,16 @@ def fingerprint(side: Side, output_base: pathlib.Path) -> dict:
     return dict(info or {"python": None, "torch": None, "cuda": None}, gpus=gpus())
 
 
+def _manifest(output_base: pathlib.Path) -> dict:
+    """@pypi//:manifest.json of the run (tools/python/generate_build.py): {"mode", "packages":
+    {name: version the tests got}, "missing": [locked names the interpreter lacks]}."""
+    manifest = pathlib.Path(output_base) / "external" / "pypi" / "manifest.json"
+    return json.loads(manifest.read_text()) if manifest.is_file() else {}
+
+
 def missing_packages(output_base: pathlib.Path) -> list[str]:
     """Host mode: the lock's packages the interpreter lacks (their targets are SKIPPED)."""
-    manifest = output_base / "external" / "pypi" / "manifest.json"
-    if not manifest.is_file():
-        return []
-    return json.loads(manifest.read_text())["missing"]
+    return _manifest(output_base).get("missing", [])
 
 
 _LIST_PACKAGES = r"""
@@ -168,8 +172,13 @@ print(json.dumps({re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
 """
 
 
-def packages(side: Side) -> dict:
-    """{normalized name: version} of a side: its lock's pins, or what its interpreter has.
+SUPPLIED = "{version} (the lock's, supplied by @pypi: the interpreter has none)"
+
+
+def packages(side: Side, output_base: pathlib.Path | None = None) -> dict:
+    """{normalized name: version the tests ran on} of a side: its lock's pins, or what its
+    interpreter has plus what @pypi supplied from the lock where the interpreter lacks it
+    (host mode installs locked pure-Python packages; its manifest lists what the tests got).
 
     The one reader of a side's packages: a lock's pins, or all a venv holds (the manifest of
     @pypi lists only the lock's packages, not what else a candidate venv brings).
@@ -180,9 +189,13 @@ def packages(side: Side) -> dict:
         out = subprocess.run(
             [str(side.path), "-c", _LIST_PACKAGES], capture_output=True, text=True, check=True
         ).stdout
-        return json.loads(out)
+        own = json.loads(out)
     except (OSError, subprocess.SubprocessError, ValueError):
-        return {}
+        own = {}
+    got = _manifest(output_base).get("packages", {}) if output_base else {}
+    for name, version in got.items():
+        own.setdefault(name, SUPPLIED.format(version=version))
+    return own
 
 
 def package_changes(baseline: dict, candidate: dict) -> list[dict]:

@@ -624,6 +624,30 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(gate.Gate(args).out.parent, self.tmp / "reports")
 
 
+class PackagesTest(unittest.TestCase):
+    def test_a_package_the_lock_supplied_is_named_as_the_lock_s(self):
+        # A candidate interpreter without pytest ran on the lock's pytest 9.2.0 (host mode
+        # installs locked pure-Python packages into @pypi; its manifest lists what tests got).
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            python = tmp / "python3"
+            python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')  # no site-packages
+            python.chmod(0o755)
+            manifest = tmp / "ob" / "external" / "pypi" / "manifest.json"
+            manifest.parent.mkdir(parents=True)
+            manifest.write_text(
+                json.dumps({"mode": "host", "packages": {"pytest": "9.2.0"}, "missing": []})
+            )
+            candidate_side = sides.parse("candidate", f"python:{python}")
+            got = sides.packages(candidate_side, tmp / "ob")
+        self.assertEqual(got["pytest"], sides.SUPPLIED.format(version="9.2.0"))
+        (row,) = sides.package_changes({"pytest": "9.2.0"}, {"pytest": got["pytest"]})
+        self.assertEqual(
+            (row["baseline"], row["candidate"]),
+            ("9.2.0", "9.2.0 (the lock's, supplied by @pypi: the interpreter has none)"),
+        )
+
+
 class CandidateTest(unittest.TestCase):
     def test_spec_pins_torch_and_keeps_every_other_requirement(self):
         pinned = candidate.requirements("torch==2.15.0")
