@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import os
 import pathlib
 import tempfile
 import unittest
@@ -117,6 +118,54 @@ class BepTest(unittest.TestCase):
                 '{"id":{"workspace":{}},"workspaceInfo":{"localExecRoot":"/ob/execroot/torch_tests"}}\n'
             )
             self.assertEqual(bep.exec_root(path), pathlib.Path("/ob/execroot/torch_tests"))
+
+
+class OwnOutputsTest(unittest.TestCase):
+    """An older build event file read after a newer run must not report the newer run's files."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = pathlib.Path(tmp.name)
+        text = (TESTDATA / "sharded_fresh.json").read_text()
+        for name in ("probe_plain/test.xml", "probe_plain/test.log"):
+            path = self.tmp / "tools/selftest" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("<testsuites/>" if name.endswith(".xml") else "log\n")
+        self.events = self.tmp / "events.json"
+        self.events.write_text(text.replace("file:///TESTLOGS/", f"file://{self.tmp}/"))
+        self.xml = self.tmp / "tools/selftest/probe_plain/test.xml"
+        self.ended = bep.finished_s(self.events)
+
+    def test_files_the_invocation_wrote_are_read(self):
+        plain = bep.read(self.events)["//tools/selftest:probe_plain"]
+        self.assertEqual(plain.xml_files(), [self.xml])
+
+    def test_a_file_a_later_run_rewrote_is_refused(self):
+        os.utime(self.xml, (self.ended + 30, self.ended + 30))  # the next `bazel test` wrote it
+        plain = bep.read(self.events)["//tools/selftest:probe_plain"]
+        self.assertEqual(plain.status, "PASSED")  # statuses are the invocation's own
+        with self.assertRaises(bep.OutputsReplaced) as caught:
+            plain.xml_files()
+        message = str(caught.exception)
+        self.assertIn(f"//tools/selftest:probe_plain shard 1 run 1 attempt 1: {self.xml}", message)
+        self.assertIn("after the invocation ended", message)
+        self.assertIn("a later `bazel test` replaced this invocation's file", message)
+        self.assertEqual(plain.log_files(), [self.xml.with_name("test.log")])
+
+    def test_a_file_a_later_run_removed_is_refused(self):
+        self.xml.unlink()
+        plain = bep.read(self.events)["//tools/selftest:probe_plain"]
+        with self.assertRaisesRegex(bep.OutputsReplaced, "test.xml is gone"):
+            plain.final_attempts()[0].xml
+
+    def test_the_invocation_ends_at_its_build_finished_event(self):
+        with self.events.open("a") as f:
+            f.write(
+                '{"id":{"buildFinished":{}},"finished":{"overallSuccess":true,'
+                '"finishTimeMillis":"1795446890123","exitCode":{"name":"SUCCESS"}}}\n'
+            )
+        self.assertEqual(bep.finished_s(self.events), 1795446890.123)
 
 
 class OutcomesTest(unittest.TestCase):
