@@ -23,7 +23,9 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
    the re-runs' test.xml: consistent, flaky, or not confirmed (the case did not run again).
    --repeat N runs every candidate target N more times, judged whole (tools/gate/repeats.py):
    any run not PASSED, or any case that does not pass in a run, is a flaky regression.
-5. Writes report.md and report.json to --out (printed).
+5. --bisect: each regressed case alone on every torch release between the sides
+   (tools/gate/bisect.py): "first changed in 2.14.1 (2.13.0 passed, 2.14.0 passed, ...)".
+6. Writes report.md and report.json to --out (printed).
 
 Exit codes: 0 every requested target and case ran on both sides (or has the same declared
 outcome on both) and nothing regressed; 1 a regression (a case that passed on the baseline and
@@ -48,6 +50,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a script
 
+from tools.gate import bisect as culprit  # noqa: E402
 from tools.gate import candidate, compare, repeats, report, sides  # noqa: E402
 from tools.hardware import envvars  # noqa: E402
 from tools.results import bep, junit, runner_log  # noqa: E402
@@ -123,6 +126,8 @@ class Gate:
 
     def prepare(self, side) -> None:
         """Fetches the side's @pypi: a lock that does not resolve fails here, before any test."""
+        if side.kind == "results":
+            return  # a saved run: nothing to fetch or run
         log_name = f"{side.role}.fetch.log"
         if self.bazel(side, "fetch", ["@pypi//:torch"], log_name) == 0:
             return
@@ -132,6 +137,16 @@ class Gate:
     def run(self, side, targets: list, name: str | None = None, extra=()) -> dict:
         """One `bazel test` of the side, read at once: its results and copied evidence."""
         name = name or side.role
+        if side.kind == "results":
+            # A saved run (tools/gate/save_run.py): its own copies are the evidence.
+            targets_read = bep.read_saved(side.path)
+            say(f"{name}: {len(targets_read)} targets from the saved run {side.path}")
+            return {
+                "targets": targets_read,
+                "snapshot": compare.snapshot(targets_read),
+                "output_base": side.path,
+                "wall_s": sides.saved(side).get("test_actions_s"),
+            }
         events = self.out / f"{name}.bep.json"
         args = [
             "--keep_going",
@@ -159,6 +174,11 @@ class Gate:
         }
 
     def skip_reason(self, side, output_base, label: str) -> str:
+        if side.kind == "results":
+            missing = sides.saved(side).get("manifest", {}).get("missing", [])
+            return (
+                f"missing in the saved run's interpreter: {', '.join(missing)}" if missing else ""
+            )
         if side.kind != "python":
             return ""
         missing = sides.missing_packages(output_base)
@@ -178,6 +198,10 @@ class Gate:
         """The command that re-runs one regression on this side (`runs` times: a flake)."""
         env = {k: v for k, v in side.env({}).items()}
         base = self.output_base(side)
+        if side.kind == "results":  # on the saved run's host, with its interpreter
+            python = sides.saved(side).get("python")
+            env = {envvars.PYTHON: python} if python and "external/pypi" not in python else {}
+            base = None
         parts = [f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["tools/bazel"]
         if base:
             parts.append(f"--output_base={shlex.quote(str(base))}")
@@ -190,6 +214,12 @@ class Gate:
 
     def confirm(self, side, regressions: list) -> None:
         """Re-runs each regressed target's failing cases twice more on the candidate."""
+        if side.kind == "results":
+            for item in regressions:
+                item["confirmation"] = {
+                    "verdict": "not confirmed (a saved run: re-run it on its host)"
+                }
+            return
         by_target = {}
         for item in regressions:
             by_target.setdefault(item["target"], []).append(item)
@@ -208,6 +238,23 @@ class Gate:
                 item["rerun_logs"] = [
                     str(a.log) for a in (target.attempts if target else []) if a.log
                 ]
+
+    def run_case(self, release: str, label: str, node_ids: list) -> dict:
+        """{node id: outcome} of those cases alone on a venv of torch==release (--bisect)."""
+        python = candidate.build(f"torch=={release}")
+        side = sides.parse("candidate", f"python:{python}")
+        sides.check(side)
+        self.prepare(side)
+        extra = ["--nocache_test_results", f"--test_env={NODE_IDS_ENV}={json.dumps(node_ids)}"]
+        name = f"bisect-{release}-{label.strip('/').replace(':', '-').replace('/', '-')}"
+        target = self.run(side, [label], name, extra)["targets"].get(label)
+        outcomes = {}
+        for attempt in target.final_attempts() if target else []:
+            if attempt.xml and attempt.xml.is_file():
+                for case in junit.cases(attempt.xml):
+                    if case.node_id in node_ids:
+                        outcomes[case.node_id] = case.outcome
+        return outcomes
 
     def repeat(self, side, targets: list, times: int) -> dict:
         """Every candidate target `times` more times, uncached (judged by tools/gate/repeats)."""
@@ -347,6 +394,11 @@ def main(argv=None) -> int:
         help="run every candidate target N more times (uncached) to find flaky cases",
     )
     parser.add_argument(
+        "--bisect",
+        action="store_true",
+        help="name the first torch release between the sides where each regressed case changed",
+    )
+    parser.add_argument(
         "--accept-declared",
         action="store_true",
         help="a case declared fail/skip for the candidate's release only is no regression",
@@ -360,6 +412,9 @@ def main(argv=None) -> int:
         print(f"gate: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     gate_sides = [sides.parse(role, spec) for role, spec in specs.items()]
+    if args.repeat and gate_sides[1].kind == "results":
+        print("gate: --repeat re-runs the candidate; a saved run cannot be", file=sys.stderr)
+        return EXIT_BAD_INPUT
     gate = Gate(args)
     try:
         for side in gate_sides:
@@ -399,6 +454,15 @@ def main(argv=None) -> int:
     to_confirm = [r for r in result["regressions"] if "confirmation" not in r]
     if to_confirm:
         gate.confirm(by_role["candidate"], to_confirm)
+    if args.bisect and result["regressions"]:
+        started_bisect = time.monotonic()
+        culprit.bisect(
+            result["regressions"],
+            fingerprints["baseline"].get("torch"),
+            fingerprints["candidate"].get("torch"),
+            gate.run_case,
+        )
+        say(f"bisect: {time.monotonic() - started_bisect:.0f} s")
     for item in result["regressions"]:
         runs_per_test = 1 + args.repeat if item.get("repeat") else None
         item["reproduce"] = gate.reproduce(
@@ -412,7 +476,12 @@ def main(argv=None) -> int:
     incomplete = any(result[key] for key in compare.COVERAGE_KEYS)
     code = EXIT_REGRESSION if regressions else EXIT_INCOMPLETE if incomplete else 0
     data = {
-        "targets": " ".join(args.targets),
+        "targets": " ".join(args.targets)
+        + (
+            " (a saved run: the targets it ran)"
+            if "results" in {s.kind for s in gate_sides}
+            else ""
+        ),
         "exit_code": code,
         "thresholds": {
             "durations": f"±{args.duration_threshold:g} % and ≥ {args.duration_min_s:g} s",
@@ -425,6 +494,7 @@ def main(argv=None) -> int:
                 "description": side.description,
                 "output_base": str(runs[side.role]["output_base"]),
                 "fingerprint": fingerprints[side.role],
+                "hardware": sides.hardware_of(side, runs[side.role]["output_base"]),
                 "wall_s": runs[side.role]["wall_s"],
             }
             for side in gate_sides

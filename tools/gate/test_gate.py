@@ -10,11 +10,13 @@ import io
 import json
 import os
 import pathlib
+import re
+import shutil
 import sys
 import tempfile
 import unittest
 
-from tools.gate import candidate, compare, gate, repeats, report, sides
+from tools.gate import bisect, candidate, compare, gate, hardware, repeats, report, save_run, sides
 from tools.results import bep
 
 
@@ -646,6 +648,125 @@ class PackagesTest(unittest.TestCase):
             (row["baseline"], row["candidate"]),
             ("9.2.0", "9.2.0 (the lock's, supplied by @pypi: the interpreter has none)"),
         )
+
+
+RESULTS_TESTDATA = pathlib.Path(__file__).resolve().parents[1] / "results" / "testdata"
+
+
+class SavedRunTest(unittest.TestCase):
+    """Pool gating: two saved runs (save_run) compared case by case, nothing re-run."""
+
+    def _save(self, tmp: pathlib.Path, name: str, outcome: str) -> pathlib.Path:
+        # A recorded build event file (tools/results/testdata), its testlogs written here.
+        testlogs = tmp / name / "testlogs"
+        events = tmp / name / "events.json"
+        text = (RESULTS_TESTDATA / "sharded_fresh.json").read_text()
+        for uri in set(re.findall(r"file:///TESTLOGS/([^\"]+)", text)):
+            path = testlogs / uri
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.name == "test.xml":
+                cases = [
+                    ("test_a", "passed"),
+                    ("test_b", outcome if "shard_2" in uri else "passed"),
+                ]
+                xml = "".join(_case(*c) for c in cases)
+                path.write_text(f"<testsuites><testsuite>{xml}</testsuite></testsuites>")
+            else:
+                path.write_text("collected 2 items\n")
+        events.write_text(text.replace("file:///TESTLOGS/", f"file://{testlogs}/"))
+        saved = tmp / f"{name}.saved"
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(save_run.main([str(events), str(saved)]), 0)
+        shutil.rmtree(tmp / name)  # the saved run stands alone
+        return saved
+
+    def test_two_saved_runs_are_compared_case_by_case_with_their_hardware(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            old_pool, new_pool = self._save(tmp, "old", "passed"), self._save(tmp, "new", "failed")
+            self.assertTrue((old_pool / "testlogs").is_dir())
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = gate.main(
+                    [
+                        f"--baseline=results:{old_pool}",
+                        f"--candidate=results:{new_pool}",
+                        f"--out={tmp / 'r'}",
+                    ]
+                )
+            self.assertEqual(code, gate.EXIT_REGRESSION, err.getvalue())
+            data = json.loads((tmp / "r" / "report.json").read_text())
+            (item,) = data["comparison"]["regressions"]
+            self.assertEqual(
+                (item["target"], item["case"]), ("//tools/selftest:probe_shards", "m.C::test_b")
+            )
+            self.assertTrue(item["log"].startswith(str(new_pool)), item["log"])
+            self.assertIn("not confirmed (a saved run", item["confirmation"]["verdict"])
+            self.assertEqual(data["comparison"]["coverage"]["cases_compared"], 4)
+            self.assertIn("## Hardware", (tmp / "r" / "report.md").read_text())
+            self.assertEqual(data["sides"]["candidate"]["hardware"]["gpu_count"], 0)
+
+    def test_a_directory_that_is_no_saved_run_is_a_bad_side(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = gate.main(["--candidate", f"results:{tmp}", "--out", f"{tmp}/r"])
+        self.assertEqual(code, gate.EXIT_BAD_INPUT)
+        self.assertIn("is not a saved run: no events.json", err.getvalue())
+
+    def test_the_interconnect_from_nvidia_smi_topo(self):
+        topology = (
+            "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+            "GPU0\t X \tNV18\tSYS\t0-63\t0\t\tN/A\n"
+            "GPU1\tNV18\t X \tSYS\t0-63\t0\t\tN/A\n"
+            "NIC0\tSYS\tSYS\t X \n"
+        )
+        self.assertEqual(hardware.interconnect(topology), "NV18")
+        self.assertEqual(hardware.interconnect(""), "")
+
+
+class BisectTest(unittest.TestCase):
+    def test_releases_between_the_sides(self):
+        index = ["2.15.0", "2.14.1", "2.14.0", "2.13.0+cpu", "2.13.0", "2.12.1"]
+        self.assertEqual(bisect.between("2.13.0+cpu", "2.15.0", index), ["2.14.0", "2.14.1"])
+
+    def test_the_first_release_that_changed_and_a_flip_back(self):
+        steps = [("2.13.0+cpu", "passed"), ("2.14.0", "passed"), ("2.14.1", "failed")]
+        self.assertEqual(
+            bisect.verdict([*steps, ("2.15.0", "failed")]),
+            "first changed in 2.14.1 (2.13.0 passed, 2.14.0 passed, 2.14.1 failed, 2.15.0 failed)",
+        )
+        self.assertEqual(
+            bisect.verdict(
+                [steps[0], ("2.14.0", "failed"), ("2.14.1", "passed"), ("2.15.0", "failed")]
+            ),
+            "first changed in 2.14.0 (2.13.0 passed, 2.14.0 failed, 2.14.1 passed, 2.15.0 failed); "
+            "not monotonic: 2.14.1 passed again",
+        )
+
+    def test_each_case_runs_alone_on_each_release_between(self):
+        asked = []
+
+        def run_case(release, label, ids):
+            asked.append((release, label, ids))
+            return {ids[0]: "failed" if release == "2.14.1" else "passed"}
+
+        item = {
+            "target": "//p:t",
+            "node_id": "t.py::C::x",
+            "baseline": "passed",
+            "candidate": "failed",
+        }
+        original = bisect.available
+        bisect.available = lambda: ["2.15.0", "2.14.1", "2.14.0", "2.13.0"]
+        try:
+            bisect.bisect([item], "2.13.0+cpu", "2.15.0+cu132", run_case)
+        finally:
+            bisect.available = original
+        self.assertEqual(
+            asked, [("2.14.0", "//p:t", ["t.py::C::x"]), ("2.14.1", "//p:t", ["t.py::C::x"])]
+        )
+        self.assertTrue(item["bisect"]["line"].startswith("first changed in 2.14.1 ("))
 
 
 class CandidateTest(unittest.TestCase):
