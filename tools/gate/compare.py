@@ -13,21 +13,28 @@ Categories (a case is `label` + `classname::name`, over all shards):
                      absent from a red target (a timeout or crash stopped it), or passed only
                      on a retry (FLAKY); a case new on the candidate that fails; a target green
                      on the baseline and red or FLAKY on the candidate with no case to show for
-                     it (crash, timeout, no test.xml)
-  declared           a case whose candidate outcome is declared (torch_test.declared /
-                     torch_test.not_applicable): covered, not a regression
+                     it (crash, timeout, no test.xml); a case that passed on the baseline and
+                     is declared fail/skip on the candidate only (`newly_declared`: the gate
+                     names the release, --accept-declared moves it to `declared`); a candidate
+                     case whose outcome does not match its declaration
+  declared           a case whose candidate outcome is the one its declaration accepts
+                     (torch_test.declared / torch_test.not_applicable), declared on the baseline
+                     too or not passing there: covered, not a regression
   fixes              failed|error -> passed
   xfail_changes      xfail -> xpass|passed, and xpass|passed -> xfail
   xfail_message_changes  xfail on both sides, with another failure (type or message)
   other_changes      any other outcome change (e.g. skipped -> passed)
   new_cases, vanished_cases
-  one_side           what ran on one side only, with the reason: targets SKIPPED or absent on
-                     one side, cases new or vanished or skipped on one side (coverage)
+  one_side           what did not run on both sides, with the reason (coverage): targets
+                     SKIPPED or absent on one side, cases new or vanished or skipped (undeclared)
+                     on one side or on both, absent from a side that reported nothing, classes
+                     never collected (the runner's log), a red target no failing case explains
   skipped_one_side   targets SKIPPED on one side only (a package missing in one environment)
   durations          cases and targets slower/faster beyond both thresholds and beyond the
                      spread of each side's own runs (informational: builds and load differ)
   rss                peak RSS per target (runner's "torch_test resources:" line) beyond both
-And `coverage`: targets and cases compared on both sides.
+And `coverage`: targets and cases compared, i.e. that ran on both sides (a declared skip is
+covered, not compared).
 """
 
 import dataclasses

@@ -24,7 +24,7 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
    --repeat N runs every candidate target N more times, judged whole (tools/gate/repeats.py):
    any run not PASSED, or any case that does not pass in a run, is a flaky regression.
 5. --bisect: each regressed case alone on every torch release between the sides
-   (tools/gate/bisect.py): "first changed in 2.14.1 (2.13.0 passed, 2.14.0 passed, ...)".
+   (tools/gate/culprit.py): "first changed in 2.14.1 (2.13.0 passed, 2.14.0 passed, ...)".
 6. Writes report.md and report.json to --out (printed).
 
 Exit codes: 0 every requested target and case ran on both sides (or has the same declared
@@ -50,8 +50,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a script
 
-from tools.gate import bisect as culprit  # noqa: E402
-from tools.gate import candidate, compare, repeats, report, sides  # noqa: E402
+from tools.gate import candidate, compare, culprit, repeats, report, sides  # noqa: E402
 from tools.hardware import envvars  # noqa: E402
 from tools.results import bep, junit, runner_log  # noqa: E402
 

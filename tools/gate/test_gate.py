@@ -16,7 +16,7 @@ import sys
 import tempfile
 import unittest
 
-from tools.gate import bisect, candidate, compare, gate, hardware, repeats, report, save_run, sides
+from tools.gate import candidate, compare, culprit, gate, hardware, repeats, report, save_run, sides
 from tools.results import bep
 
 
@@ -728,16 +728,16 @@ class SavedRunTest(unittest.TestCase):
 class BisectTest(unittest.TestCase):
     def test_releases_between_the_sides(self):
         index = ["2.15.0", "2.14.1", "2.14.0", "2.13.0+cpu", "2.13.0", "2.12.1"]
-        self.assertEqual(bisect.between("2.13.0+cpu", "2.15.0", index), ["2.14.0", "2.14.1"])
+        self.assertEqual(culprit.between("2.13.0+cpu", "2.15.0", index), ["2.14.0", "2.14.1"])
 
     def test_the_first_release_that_changed_and_a_flip_back(self):
         steps = [("2.13.0+cpu", "passed"), ("2.14.0", "passed"), ("2.14.1", "failed")]
         self.assertEqual(
-            bisect.verdict([*steps, ("2.15.0", "failed")]),
+            culprit.verdict([*steps, ("2.15.0", "failed")]),
             "first changed in 2.14.1 (2.13.0 passed, 2.14.0 passed, 2.14.1 failed, 2.15.0 failed)",
         )
         self.assertEqual(
-            bisect.verdict(
+            culprit.verdict(
                 [steps[0], ("2.14.0", "failed"), ("2.14.1", "passed"), ("2.15.0", "failed")]
             ),
             "first changed in 2.14.0 (2.13.0 passed, 2.14.0 failed, 2.14.1 passed, 2.15.0 failed); "
@@ -757,12 +757,12 @@ class BisectTest(unittest.TestCase):
             "baseline": "passed",
             "candidate": "failed",
         }
-        original = bisect.available
-        bisect.available = lambda: ["2.15.0", "2.14.1", "2.14.0", "2.13.0"]
+        original = culprit.available
+        culprit.available = lambda: ["2.15.0", "2.14.1", "2.14.0", "2.13.0"]
         try:
-            bisect.bisect([item], "2.13.0+cpu", "2.15.0+cu132", run_case)
+            culprit.bisect([item], "2.13.0+cpu", "2.15.0+cu132", run_case)
         finally:
-            bisect.available = original
+            culprit.available = original
         self.assertEqual(
             asked, [("2.14.0", "//p:t", ["t.py::C::x"]), ("2.14.1", "//p:t", ["t.py::C::x"])]
         )

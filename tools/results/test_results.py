@@ -157,7 +157,7 @@ class OwnOutputsTest(unittest.TestCase):
         self.xml.unlink()
         plain = bep.read(self.events)["//tools/selftest:probe_plain"]
         with self.assertRaisesRegex(bep.OutputsReplaced, "test.xml is gone"):
-            plain.final_attempts()[0].xml
+            plain.final_attempts()[0].output("test.xml")
 
     def test_the_invocation_ends_at_its_build_finished_event(self):
         with self.events.open("a") as f:

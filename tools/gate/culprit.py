@@ -1,4 +1,4 @@
-"""--bisect: the first torch release between the two sides where a regressed case changed.
+"""--bisect: the culprit release, the first torch release where a regressed case changed.
 
     gate.py --candidate torch==2.15.0 --bisect //dynamo_tests:test_aot_autograd
 
