@@ -121,51 +121,57 @@ class BepTest(unittest.TestCase):
 
 
 class OwnOutputsTest(unittest.TestCase):
-    """An older build event file read after a newer run must not report the newer run's files."""
+    """An older build event file read after a newer run must not report the newer run's files.
+
+    Recorded: `tools/bazel test --nocache_test_results //tools/selftest:probe_plain` twice
+    (rerun_1.json, rerun_2.json); the second run rewrote the test.xml and test.log the first
+    names. The files are written here with the time the second run wrote them.
+    """
 
     def setUp(self):
         tmp = tempfile.TemporaryDirectory()
         self.addCleanup(tmp.cleanup)
         self.tmp = pathlib.Path(tmp.name)
-        text = (TESTDATA / "sharded_fresh.json").read_text()
-        for name in ("probe_plain/test.xml", "probe_plain/test.log"):
-            path = self.tmp / "tools/selftest" / name
+        # Run 2's attempt started at ...62.701 and took 0.883 s: it wrote its files then.
+        written = 1795672862.701 + 0.883
+        for name in ("test.xml", "test.log"):
+            path = self.tmp / "tools/selftest/probe_plain" / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("<testsuites/>" if name.endswith(".xml") else "log\n")
-        self.events = self.tmp / "events.json"
-        self.events.write_text(text.replace("file:///TESTLOGS/", f"file://{self.tmp}/"))
+            path.write_text("<testsuites/>" if name == "test.xml" else "log\n")
+            os.utime(path, (written, written))
         self.xml = self.tmp / "tools/selftest/probe_plain/test.xml"
-        self.ended = bep.finished_s(self.events)
+        self.events = {}
+        for n in (1, 2):
+            text = (TESTDATA / f"rerun_{n}.json").read_text()
+            self.events[n] = self.tmp / f"rerun_{n}.json"
+            self.events[n].write_text(text.replace("file:///TESTLOGS/", f"file://{self.tmp}/"))
 
-    def test_files_the_invocation_wrote_are_read(self):
-        plain = bep.read(self.events)["//tools/selftest:probe_plain"]
-        self.assertEqual(plain.xml_files(), [self.xml])
+    def _plain(self, n: int) -> bep.Target:
+        return bep.read(self.events[n])["//tools/selftest:probe_plain"]
 
-    def test_a_file_a_later_run_rewrote_is_refused(self):
-        os.utime(self.xml, (self.ended + 30, self.ended + 30))  # the next `bazel test` wrote it
-        plain = bep.read(self.events)["//tools/selftest:probe_plain"]
+    def test_the_invocation_ends_at_its_build_finished_event(self):
+        self.assertEqual(bep.finished_s(self.events[1]), 1795672860.332)
+        self.assertEqual(bep.finished_s(self.events[2]), 1795672863.8)
+
+    def test_the_newer_run_reads_its_own_files(self):
+        self.assertEqual(self._plain(2).xml_files(), [self.xml])
+
+    def test_the_older_run_refuses_files_the_newer_run_wrote(self):
+        plain = self._plain(1)
         self.assertEqual(plain.status, "PASSED")  # statuses are the invocation's own
-        with self.assertRaises(bep.OutputsReplaced) as caught:
-            plain.xml_files()
+        for read in (plain.xml_files, plain.log_files):
+            with self.assertRaises(bep.OutputsReplaced) as caught:
+                read()
         message = str(caught.exception)
-        self.assertIn(f"//tools/selftest:probe_plain shard 1 run 1 attempt 1: {self.xml}", message)
+        log = self.xml.with_name("test.log")
+        self.assertIn(f"//tools/selftest:probe_plain shard 1 run 1 attempt 1: {log}", message)
         self.assertIn("after the invocation ended", message)
         self.assertIn("a later `bazel test` replaced this invocation's file", message)
-        self.assertEqual(plain.log_files(), [self.xml.with_name("test.log")])
 
     def test_a_file_a_later_run_removed_is_refused(self):
         self.xml.unlink()
-        plain = bep.read(self.events)["//tools/selftest:probe_plain"]
         with self.assertRaisesRegex(bep.OutputsReplaced, "test.xml is gone"):
-            plain.final_attempts()[0].output("test.xml")
-
-    def test_the_invocation_ends_at_its_build_finished_event(self):
-        with self.events.open("a") as f:
-            f.write(
-                '{"id":{"buildFinished":{}},"finished":{"overallSuccess":true,'
-                '"finishTimeMillis":"1795446890123","exitCode":{"name":"SUCCESS"}}}\n'
-            )
-        self.assertEqual(bep.finished_s(self.events), 1795446890.123)
+            self._plain(2).final_attempts()[0].output("test.xml")
 
 
 class OutcomesTest(unittest.TestCase):
