@@ -13,21 +13,28 @@ Categories (a case is `label` + `classname::name`, over all shards):
                      absent from a red target (a timeout or crash stopped it), or passed only
                      on a retry (FLAKY); a case new on the candidate that fails; a target green
                      on the baseline and red or FLAKY on the candidate with no case to show for
-                     it (crash, timeout, no test.xml)
-  declared           a case whose candidate outcome is declared (torch_test.declared /
-                     torch_test.not_applicable): covered, not a regression
+                     it (crash, timeout, no test.xml); a case that passed on the baseline and
+                     is declared fail/skip on the candidate only (`newly_declared`: the gate
+                     names the release, --accept-declared moves it to `declared`); a candidate
+                     case whose outcome does not match its declaration
+  declared           a case whose candidate outcome is the one its declaration accepts
+                     (torch_test.declared / torch_test.not_applicable), declared on the baseline
+                     too or not passing there: covered, not a regression
   fixes              failed|error -> passed
   xfail_changes      xfail -> xpass|passed, and xpass|passed -> xfail
   xfail_message_changes  xfail on both sides, with another failure (type or message)
   other_changes      any other outcome change (e.g. skipped -> passed)
   new_cases, vanished_cases
-  one_side           what ran on one side only, with the reason: targets SKIPPED or absent on
-                     one side, cases new or vanished or skipped on one side (coverage)
+  one_side           what did not run on both sides, with the reason (coverage): targets
+                     SKIPPED or absent on one side, cases new or vanished or skipped (undeclared)
+                     on one side or on both, absent from a side that reported nothing, classes
+                     never collected (the runner's log), a red target no failing case explains
   skipped_one_side   targets SKIPPED on one side only (a package missing in one environment)
   durations          cases and targets slower/faster beyond both thresholds and beyond the
                      spread of each side's own runs (informational: builds and load differ)
   rss                peak RSS per target (runner's "torch_test resources:" line) beyond both
-And `coverage`: targets and cases compared on both sides.
+And `coverage`: targets and cases compared, i.e. that ran on both sides (a declared skip is
+covered, not compared).
 """
 
 import dataclasses
@@ -68,6 +75,7 @@ class TargetSnapshot:
     stack: str = ""  # its stack, from the runner's SIGTERM dump
     attempt_logs: list = dataclasses.field(default_factory=list)  # every attempt's test.log
     durations: tuple = ()  # seconds of each final run
+    never_run: tuple = ()  # what the module defines and pytest never ran (runner's log)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +164,7 @@ def snapshot(targets: dict) -> dict:
                 sum(a.duration_s for a in final if a.run == r)
                 for r in sorted({a.run for a in final})
             ),
+            never_run=tuple(sorted({line for t in texts for line in runner_log.never_run(t)})),
         )
     return snap
 
@@ -245,57 +254,107 @@ def compare(baseline: dict, candidate: dict, thresholds: Thresholds = Thresholds
                 {"target": label, "case": None, "reason": "SKIPPED on one side", "skip": item}
             )
             continue
-        if not before.cases or not after.cases:
-            if not before.cases and not after.cases:
-                result["one_side"].append(
-                    {"target": label, "case": None, "reason": "no test results on either side"}
-                )
-        else:
-            coverage["targets_compared"] += 1
+        if not before.cases and not after.cases:
+            result["one_side"].append(
+                {"target": label, "case": None, "reason": "no test results on either side"}
+            )
+        compared = coverage["cases_compared"]
+        known = len(result["one_side"])
         case_regressions = _compare_cases(label, before, after, thresholds, result, coverage)
+        coverage["targets_compared"] += coverage["cases_compared"] > compared
         _compare_target(label, before, after, thresholds, result, case_regressions)
+        _unrun_in_red_targets(label, before, after, result, known)
     result["coverage"] = coverage
     return result
+
+
+def _declared_kind(case) -> str | None:
+    """ "skip", "fail" or "not applicable": what the case's JUnit property declares, or None."""
+    if case is None or not case.declared:
+        return None
+    if case.declared.startswith("not applicable"):
+        return "not applicable"
+    return case.declared.partition(":")[0]
+
+
+def as_declared(case) -> bool:
+    """The case's outcome is the one its declaration accepts (a declared fail reads as xfail)."""
+    kind = _declared_kind(case)
+    return kind is not None and case.outcome == ("xfail" if kind == "fail" else "skipped")
+
+
+def _ran(case) -> bool:
+    return case is not None and case.outcome != "skipped"
+
+
+def _not_run(case, side: str) -> str:
+    """Why a case did not run on `side` (for the coverage list)."""
+    if case is None:
+        return f"absent on the {side}"
+    return f"skipped on the {side}" + (f" ({case.message})" if case.message else "")
 
 
 def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
     regressions = 0
     after_red = after.status not in bep.GREEN
+    before_empty = not before.cases and before.status not in bep.GREEN
     for case_id in sorted(set(before.cases) | set(after.cases)):
         old, new = before.cases.get(case_id), after.cases.get(case_id)
-        if new is not None and new.declared:
-            result["declared"].append(
-                dict(_change(label, case_id, old, new), declared=new.declared)
+        both_ran = _ran(old) and _ran(new)
+        coverage["cases_compared"] += both_ran
+        change = _change(label, case_id, old, new)
+        if _declared_kind(new) is not None:
+            if as_declared(new):
+                if old is not None and old.outcome in GOOD and not old.declared:
+                    # Declared for the candidate's release only: a change the declaration
+                    # accepts, still a change (the gate exits 1 unless --accept-declared).
+                    result["regressions"].append(dict(change, newly_declared=new.declared))
+                    regressions += 1
+                else:
+                    result["declared"].append(dict(change, declared=new.declared))
+                continue
+            unchanged = old is not None and (old.declared, old.outcome) == (
+                new.declared,
+                new.outcome,
             )
-            coverage["cases_compared"] += 1
-            continue
+            if not unchanged:
+                change["message"] = f"declared {new.declared}, but it {new.outcome}" + (
+                    f": {new.message}" if new.message else ""
+                )
+                result["regressions"].append(change)
+                regressions += 1
+                continue
         if new is None:
             if old.outcome in GOOD and after_red:
                 result["regressions"].append(_absent(label, case_id, old, after))
                 regressions += 1
-            elif after.cases or not after_red:
-                result["vanished_cases"].append(_change(label, case_id, old, None))
-                if old.outcome != "skipped":
-                    result["one_side"].append(
-                        dict(_change(label, case_id, old, None), reason="vanished on the candidate")
-                    )
+                continue
+            if after.cases or not after_red:
+                result["vanished_cases"].append(change)
+            if not as_declared(old):
+                reason = "vanished on the candidate" if _ran(old) else _not_run(old, "baseline")
+                if not _ran(old):
+                    reason += ", absent on the candidate"
+                elif not after.cases and after_red:
+                    reason = f"absent on the candidate: {after.first_error or after.status}"
+                result["one_side"].append(dict(change, reason=reason))
             continue
         if old is None:
-            if not before.cases and before.status not in bep.GREEN:
-                continue  # the baseline reported nothing to compare with (counted above)
-            result["new_cases"].append(_change(label, case_id, None, new))
+            if before_empty:
+                why = before.first_error or f"target {before.status}"
+                result["one_side"].append(dict(change, reason=f"absent on the baseline: {why}"))
+                continue
+            result["new_cases"].append(change)
             if new.outcome in BAD:
-                result["regressions"].append(_change(label, case_id, None, new))
+                result["regressions"].append(change)
                 regressions += 1
-            elif new.outcome != "skipped":
+            elif _ran(new):
+                result["one_side"].append(dict(change, reason="new on the candidate"))
+            else:
                 result["one_side"].append(
-                    dict(_change(label, case_id, None, new), reason="new on the candidate")
+                    dict(change, reason="new on the candidate, " + _not_run(new, "candidate"))
                 )
             continue
-        ran = (old.outcome != "skipped", new.outcome != "skipped")
-        if all(ran):
-            coverage["cases_compared"] += 1
-        change = _change(label, case_id, old, new)
         if old.outcome in GOOD and new.outcome in BAD + ("skipped",):
             result["regressions"].append(change)
             regressions += 1
@@ -305,23 +364,31 @@ def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
             change.update(message=new.failed_message, log=new.failed_log)
             result["regressions"].append(change)
             regressions += 1
-        elif old.outcome != new.outcome:
-            if old.outcome in BAD and new.outcome == "passed":
-                result["fixes"].append(change)
-            elif "xfail" in (old.outcome, new.outcome) and {old.outcome, new.outcome} <= {
-                "xfail",
-                "xpass",
-                "passed",
-            }:
-                result["xfail_changes"].append(change)
-            else:
-                result["other_changes"].append(change)
-            if any(ran) and not all(ran):
-                side = "baseline" if ran[0] else "candidate"
-                result["one_side"].append(dict(change, reason=f"ran on the {side} only"))
-        elif old.outcome == "xfail" and old.message != new.message:
-            change["baseline_message"] = old.message
-            result["xfail_message_changes"].append(change)
+        else:
+            if old.outcome != new.outcome:
+                if old.outcome in BAD and new.outcome == "passed":
+                    result["fixes"].append(change)
+                elif "xfail" in (old.outcome, new.outcome) and {old.outcome, new.outcome} <= {
+                    "xfail",
+                    "xpass",
+                    "passed",
+                }:
+                    result["xfail_changes"].append(change)
+                else:
+                    result["other_changes"].append(change)
+            elif old.outcome == "xfail" and old.message != new.message:
+                change["baseline_message"] = old.message
+                result["xfail_message_changes"].append(change)
+            # A case that did not run on a side is not compared, whatever the targets' status.
+            if not both_ran:
+                if _ran(old) or _ran(new):
+                    side = "baseline" if _ran(old) else "candidate"
+                    reason = f"ran on the {side} only"
+                elif as_declared(old):
+                    reason = _not_run(new, "candidate") + ", a declared skip on the baseline"
+                else:
+                    reason = f"skipped on both sides ({new.message or old.message})"
+                result["one_side"].append(dict(change, reason=reason))
         spread = _spread(old.times) + _spread(new.times)
         if _beyond(
             old.time_s, new.time_s, thresholds.duration_ratio, thresholds.duration_s, spread
@@ -335,6 +402,34 @@ def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
                 }
             )
     return regressions
+
+
+def _unrun_in_red_targets(label, before, after, result, known: int) -> None:
+    """What a red target did not run that no case shows: classes the module defines and pytest
+    never collected (the runner's log says so), or a red status no failing case explains."""
+    lines = sorted(set(before.never_run) | set(after.never_run))
+    for line in lines:
+        sides = [
+            s for s, snap in (("baseline", before), ("candidate", after)) if line in snap.never_run
+        ]
+        where = "both sides" if len(sides) == 2 else f"the {sides[0]}"
+        result["one_side"].append(
+            {"target": label, "case": None, "reason": f"never collected on {where}: {line}"}
+        )
+    if lines or any(item["target"] == label for item in result["one_side"][known:]):
+        return
+    for side, snap in (("baseline", before), ("candidate", after)):
+        red = snap.status not in bep.GREEN and snap.status != bep.SKIPPED
+        explained = any(c.outcome in BAD + ("xpass",) for c in snap.cases.values()) or snap.hung
+        if red and snap.cases and not explained:
+            why = snap.first_error or "see its log"
+            result["one_side"].append(
+                {
+                    "target": label,
+                    "case": None,
+                    "reason": f"{snap.status} on the {side} with no failing case: {why}",
+                }
+            )
 
 
 def _compare_target(label, before, after, thresholds, result, case_regressions) -> None:

@@ -21,12 +21,17 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
 4. Re-runs the failing cases of every regression twice more on the candidate, selected by
    exact node id (--test_env=TORCH_TEST_NODE_IDS, tools/runner/session/node_ids.py) and checked in
    the re-runs' test.xml: consistent, flaky, or not confirmed (the case did not run again).
-   --repeat N runs every candidate target N more times to find flakes that passed first.
-5. Writes report.md and report.json to --out (printed).
+   --repeat N runs every candidate target N more times, judged whole (tools/gate/repeats.py):
+   any run not PASSED, or any case that does not pass in a run, is a flaky regression.
+5. --bisect: each regressed case alone on every torch release between the sides
+   (tools/gate/culprit.py): "first changed in 2.14.1 (2.13.0 passed, 2.14.0 passed, ...)".
+6. Writes report.md and report.json to --out (printed).
 
-Exit codes: 0 every requested target and case ran on both sides (or has a declared outcome)
-and nothing regressed; 1 a regression; 4 incomplete: no regression, but something ran on one
-side only (report.md lists what and why); 2 a bad side; 3 Bazel failed to run.
+Exit codes: 0 every requested target and case ran on both sides (or has the same declared
+outcome on both) and nothing regressed; 1 a regression (a case that passed on the baseline and
+is declared fail/skip for the candidate's release only is one, unless --accept-declared);
+4 incomplete: no regression, but something ran on one side only or on neither (a skip, a
+class never collected; report.md lists what and why); 2 a bad side; 3 Bazel failed to run.
 """
 
 import argparse
@@ -45,7 +50,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a script
 
-from tools.gate import candidate, compare, report, sides  # noqa: E402
+from tools.gate import candidate, compare, culprit, repeats, report, sides  # noqa: E402
 from tools.hardware import envvars  # noqa: E402
 from tools.results import bep, junit, runner_log  # noqa: E402
 
@@ -120,6 +125,8 @@ class Gate:
 
     def prepare(self, side) -> None:
         """Fetches the side's @pypi: a lock that does not resolve fails here, before any test."""
+        if side.kind == "results":
+            return  # a saved run: nothing to fetch or run
         log_name = f"{side.role}.fetch.log"
         if self.bazel(side, "fetch", ["@pypi//:torch"], log_name) == 0:
             return
@@ -129,6 +136,16 @@ class Gate:
     def run(self, side, targets: list, name: str | None = None, extra=()) -> dict:
         """One `bazel test` of the side, read at once: its results and copied evidence."""
         name = name or side.role
+        if side.kind == "results":
+            # A saved run (tools/gate/save_run.py): its own copies are the evidence.
+            targets_read = bep.read_saved(side.path)
+            say(f"{name}: {len(targets_read)} targets from the saved run {side.path}")
+            return {
+                "targets": targets_read,
+                "snapshot": compare.snapshot(targets_read),
+                "output_base": side.path,
+                "wall_s": sides.saved(side).get("test_actions_s"),
+            }
         events = self.out / f"{name}.bep.json"
         args = [
             "--keep_going",
@@ -156,6 +173,11 @@ class Gate:
         }
 
     def skip_reason(self, side, output_base, label: str) -> str:
+        if side.kind == "results":
+            missing = sides.saved(side).get("manifest", {}).get("missing", [])
+            return (
+                f"missing in the saved run's interpreter: {', '.join(missing)}" if missing else ""
+            )
         if side.kind != "python":
             return ""
         missing = sides.missing_packages(output_base)
@@ -171,20 +193,32 @@ class Gate:
         why = candidate.record(side.path).get("nodeps_missing_reason")
         return f"needs {', '.join(needed)}, missing in {side.path}" + (f": {why}" if why else "")
 
-    def reproduce(self, side, label: str, node_id: str | None) -> str:
-        """The command that re-runs one regression on this side."""
+    def reproduce(self, side, label: str, node_id: str | None, runs: int | None = None) -> str:
+        """The command that re-runs one regression on this side (`runs` times: a flake)."""
         env = {k: v for k, v in side.env({}).items()}
         base = self.output_base(side)
+        if side.kind == "results":  # on the saved run's host, with its interpreter
+            python = sides.saved(side).get("python")
+            env = {envvars.PYTHON: python} if python and "external/pypi" not in python else {}
+            base = None
         parts = [f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["tools/bazel"]
         if base:
             parts.append(f"--output_base={shlex.quote(str(base))}")
         parts += ["test", "--nocache_test_results"]
+        if runs:
+            parts.append(f"--runs_per_test={runs}")
         if node_id:
             parts.append(shlex.quote(f"--test_env={NODE_IDS_ENV}={json.dumps([node_id])}"))
         return " ".join([*parts, label])
 
     def confirm(self, side, regressions: list) -> None:
         """Re-runs each regressed target's failing cases twice more on the candidate."""
+        if side.kind == "results":
+            for item in regressions:
+                item["confirmation"] = {
+                    "verdict": "not confirmed (a saved run: re-run it on its host)"
+                }
+            return
         by_target = {}
         for item in regressions:
             by_target.setdefault(item["target"], []).append(item)
@@ -204,8 +238,25 @@ class Gate:
                     str(a.log) for a in (target.attempts if target else []) if a.log
                 ]
 
+    def run_case(self, release: str, label: str, node_ids: list) -> dict:
+        """{node id: outcome} of those cases alone on a venv of torch==release (--bisect)."""
+        python = candidate.build(f"torch=={release}")
+        side = sides.parse("candidate", f"python:{python}")
+        sides.check(side)
+        self.prepare(side)
+        extra = ["--nocache_test_results", f"--test_env={NODE_IDS_ENV}={json.dumps(node_ids)}"]
+        name = f"bisect-{release}-{label.strip('/').replace(':', '-').replace('/', '-')}"
+        target = self.run(side, [label], name, extra)["targets"].get(label)
+        outcomes = {}
+        for attempt in target.final_attempts() if target else []:
+            if attempt.xml and attempt.xml.is_file():
+                for case in junit.cases(attempt.xml):
+                    if case.node_id in node_ids:
+                        outcomes[case.node_id] = case.outcome
+        return outcomes
+
     def repeat(self, side, targets: list, times: int) -> dict:
-        """Every candidate target `times` more times: cases failing in any run (flakes)."""
+        """Every candidate target `times` more times, uncached (judged by tools/gate/repeats)."""
         extra = [f"--runs_per_test={times}", "--nocache_test_results"]
         return self.run(side, targets, "repeat", extra)
 
@@ -296,27 +347,21 @@ def _resolve(role: str, spec: str) -> str:
     return spec
 
 
-def _repeat_flakes(result: dict, repeated: dict, baseline: dict) -> None:
-    """Cases that passed first but failed in a repeat run: flaky regressions."""
-    seen = {(r["target"], r["case"]) for r in result["regressions"]}
-    for label, snap in repeated.items():
-        for case_id, case in snap.cases.items():
-            before = baseline.get(label)
-            old = before.cases.get(case_id) if before else None
-            bad = [t for t in [case.outcome] if t not in compare.GOOD and t != "skipped"]
-            if not bad or not old or old.outcome not in compare.GOOD or (label, case_id) in seen:
-                continue
-            result["regressions"].append(
-                {
-                    "target": label,
-                    "case": case_id,
-                    "node_id": case.node_id,
-                    "baseline": old.outcome,
-                    "candidate": f"{case.outcome} in a repeat",
-                    "message": case.message,
-                    "log": case.log,
-                    "confirmation": {"verdict": "flaky (passed first, failed in --repeat)"},
-                }
+def release(version: str | None) -> str:
+    """A torch version's release key (2.15.0+cu132 -> 2.15), as expectations files name it."""
+    return ".".join((version or "?").split("+")[0].split(".")[:2])
+
+
+def _newly_declared(result: dict, candidate_torch: str | None, accept: bool) -> None:
+    """Cases that passed on the baseline and are declared fail/skip for the candidate only: a
+    change the declaration accepts; a regression unless --accept-declared."""
+    for item in [r for r in result["regressions"] if r.get("newly_declared")]:
+        item["message"] = f"newly declared on {release(candidate_torch)}: {item['newly_declared']}"
+        item["confirmation"] = {"verdict": "declared for the candidate's release only"}
+        if accept:
+            result["regressions"].remove(item)
+            result["declared"].append(
+                dict(item, declared=f"{item['message']} (accepted: --accept-declared)")
             )
 
 
@@ -347,6 +392,16 @@ def main(argv=None) -> int:
         metavar="N",
         help="run every candidate target N more times (uncached) to find flaky cases",
     )
+    parser.add_argument(
+        "--bisect",
+        action="store_true",
+        help="name the first torch release between the sides where each regressed case changed",
+    )
+    parser.add_argument(
+        "--accept-declared",
+        action="store_true",
+        help="a case declared fail/skip for the candidate's release only is no regression",
+    )
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -356,6 +411,9 @@ def main(argv=None) -> int:
         print(f"gate: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     gate_sides = [sides.parse(role, spec) for role, spec in specs.items()]
+    if args.repeat and gate_sides[1].kind == "results":
+        print("gate: --repeat re-runs the candidate; a saved run cannot be", file=sys.stderr)
+        return EXIT_BAD_INPUT
     gate = Gate(args)
     try:
         for side in gate_sides:
@@ -384,21 +442,45 @@ def main(argv=None) -> int:
         if item.get("skip", {}).get("reason"):
             item["reason"] = f"SKIPPED on one side: {item['skip']['reason']}"
         item.pop("skip", None)
+    fingerprints = {
+        side.role: sides.fingerprint(side, runs[side.role]["output_base"]) for side in gate_sides
+    }
+    _newly_declared(result, fingerprints["candidate"].get("torch"), args.accept_declared)
     if args.repeat:
         repeated = gate.repeat(by_role["candidate"], args.targets, args.repeat)
-        _repeat_flakes(result, repeated["snapshot"], snaps["baseline"])
+        seen = {(r["target"], r["case"]) for r in result["regressions"]}
+        result["regressions"] += repeats.regressions(repeated["targets"], snaps["baseline"], seen)
     to_confirm = [r for r in result["regressions"] if "confirmation" not in r]
     if to_confirm:
         gate.confirm(by_role["candidate"], to_confirm)
+    if args.bisect and result["regressions"]:
+        started_bisect = time.monotonic()
+        culprit.bisect(
+            result["regressions"],
+            fingerprints["baseline"].get("torch"),
+            fingerprints["candidate"].get("torch"),
+            gate.run_case,
+        )
+        say(f"bisect: {time.monotonic() - started_bisect:.0f} s")
     for item in result["regressions"]:
-        item["reproduce"] = gate.reproduce(by_role["candidate"], item["target"], item["node_id"])
+        runs_per_test = 1 + args.repeat if item.get("repeat") else None
+        item["reproduce"] = gate.reproduce(
+            by_role["candidate"], item["target"], item["node_id"], runs_per_test
+        )
 
-    packages = {side.role: sides.packages(side) for side in gate_sides}
+    packages = {
+        side.role: sides.packages(side, runs[side.role]["output_base"]) for side in gate_sides
+    }
     regressions = len(result["regressions"])
     incomplete = any(result[key] for key in compare.COVERAGE_KEYS)
     code = EXIT_REGRESSION if regressions else EXIT_INCOMPLETE if incomplete else 0
     data = {
-        "targets": " ".join(args.targets),
+        "targets": " ".join(args.targets)
+        + (
+            " (a saved run: the targets it ran)"
+            if "results" in {s.kind for s in gate_sides}
+            else ""
+        ),
         "exit_code": code,
         "thresholds": {
             "durations": f"±{args.duration_threshold:g} % and ≥ {args.duration_min_s:g} s",
@@ -410,7 +492,8 @@ def main(argv=None) -> int:
                 "asked": getattr(args, side.role),
                 "description": side.description,
                 "output_base": str(runs[side.role]["output_base"]),
-                "fingerprint": sides.fingerprint(side, runs[side.role]["output_base"]),
+                "fingerprint": fingerprints[side.role],
+                "hardware": sides.hardware_of(side, runs[side.role]["output_base"]),
                 "wall_s": runs[side.role]["wall_s"],
             }
             for side in gate_sides

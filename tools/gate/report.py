@@ -49,6 +49,34 @@ def _sides_table(data: dict) -> list[str]:
     return rows
 
 
+HARDWARE_ROWS = (
+    ("host", "host"),
+    ("commit", "tree (git commit)"),
+    ("gpu_model", "GPU model"),
+    ("gpu_count", "GPUs"),
+    ("driver", "driver"),
+    ("cuda_driver", "CUDA (driver)"),
+    ("torch", "torch"),
+    ("torch_cuda", "torch's CUDA"),
+    ("nccl", "NCCL"),
+    ("interconnect", "interconnect (nvidia-smi topo -m)"),
+)
+
+
+def _hardware_table(data: dict) -> list[str]:
+    """Each side's hardware, where a side is a saved run or has GPUs (a pool change)."""
+    hw = {role: data["sides"][role].get("hardware") or {} for role in ("baseline", "candidate")}
+    if not any(h.get("gpu_count") or h.get("host") for h in hw.values()):
+        return []
+    rows = ["", "## Hardware", "", "| | baseline | candidate |", "| --- | --- | --- |"]
+    for key, title in HARDWARE_ROWS:
+        values = [hw[role].get(key) for role in ("baseline", "candidate")]
+        mark = " **(differs)**" if values[0] != values[1] else ""
+        shown = " | ".join("—" if v in (None, "") else str(v) for v in values)
+        rows.append(f"| {title}{mark} | {shown} |")
+    return rows
+
+
 VERDICTS = {
     0: "complete, no regressions",
     1: "REGRESSED",
@@ -90,21 +118,23 @@ def markdown(data: dict, out=None) -> str:
     result = data["comparison"]
     regressions = result["regressions"]
     baseline, candidate = (data["sides"][role]["description"] for role in ("baseline", "candidate"))
-    out_lines = [f"# Upgrade gate: {baseline} → {candidate}", ""]
+    out_lines = [f"# Gate: {baseline} → {candidate}", ""]
     flaky = sum(
         1 for r in regressions if r.get("confirmation", {}).get("verdict", "").startswith("flaky")
     )
+    declared = sum(1 for r in regressions if r.get("newly_declared"))
     counts = ", ".join(f"{len(result[key])} {key.replace('_', ' ')}" for key, _ in TITLES)
     out_lines += [
         f"**{verdict(data)}.**",
         "",
         f"**{len(regressions)} regressions** "
-        f"({len(regressions) - flaky} not flaky, {flaky} flaky); "
+        f"({len(regressions) - flaky - declared} not flaky, {flaky} flaky, {declared} newly "
+        "declared for the candidate's release: --accept-declared accepts those); "
         f"{counts}; {len(result['skipped_one_side'])} targets SKIPPED on one side only, "
         f"{len(result['skipped_both'])} on both. Targets: {data['targets']}. "
         f"Gate wall time: {data['wall_s']:.0f} s.",
     ]
-    out_lines += ["", *_sides_table(data)]
+    out_lines += ["", *_sides_table(data), *_hardware_table(data)]
     if data.get("package_changes"):
         out_lines += ["", "## Packages that differ", "", "| package | baseline | candidate |"]
         out_lines.append("| --- | --- | --- |")
@@ -130,6 +160,8 @@ def markdown(data: dict, out=None) -> str:
         if item.get("stack"):
             stack = "\n".join("     " + line for line in item["stack"].splitlines())
             out_lines += ["   - stack when it was stopped:", "", "     ```", stack, "     ```"]
+        if item.get("bisect"):
+            out_lines.append(f"   - culprit release: {item['bisect']['line']}")
         out_lines.append(f"   - log: {_link(item['log'], out)}")
         reruns = [_link(p, out) for p in item.get("rerun_logs", [])]
         if reruns:

@@ -6,8 +6,9 @@ Both sides are the pinned lock (one output base, results read after each side's 
 fixtures misbehave on the candidate side only, told by a role file this test writes before each
 side's `bazel test` (Gate.run is wrapped to do it). Checks what fake BEP/XML pairs cannot: what
 Bazel 4.2.3 and pytest really write for a FLAKY target, a TIMEOUT in a red target (SIGTERM's
-nameless testcase), a re-run of a parametrized id with a space, and a case that ran on the
-baseline only.
+nameless testcase), a re-run of a parametrized id with a space, a case that ran on the
+baseline only, a skip and a class never collected on both sides, a repeat run that aborts
+(SIGABRT) or skips, and two runs saved by save_run compared as `results:` sides.
 """
 
 import contextlib
@@ -15,23 +16,28 @@ import io
 import json
 import pathlib
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
-from tools.gate import gate  # noqa: E402
+from tools.gate import gate, save_run  # noqa: E402
 
 FIXTURES = "//tools/gate/fixtures"
 
 
 class GateThroughBazel(unittest.TestCase):
-    def _gate(self, *targets: str) -> tuple[int, dict, str]:
+    def _tmp(self) -> tuple[pathlib.Path, pathlib.Path]:
         tmp = pathlib.Path(tempfile.mkdtemp(prefix="gate_selftest."))
         self.addCleanup(shutil.rmtree, tmp, True)
         state = tmp / "state"
         state.mkdir()
+        return tmp, state
+
+    def _gate(self, *targets: str, extra=()) -> tuple[int, dict, str]:
+        tmp, state = self._tmp()
         original = gate.Gate.run
 
         def run(self, side, *args, **kwargs):
@@ -46,6 +52,7 @@ class GateThroughBazel(unittest.TestCase):
             f"--bazel-arg=--sandbox_writable_path={state}",
             "--bazel-arg=--nocache_test_results",
             "--bazel-arg=--test_timeout=25",
+            *extra,
             *targets,
         ]
         gate.Gate.run = run
@@ -98,14 +105,89 @@ class GateThroughBazel(unittest.TestCase):
             self.assertTrue(item["rerun_logs"])
             self.assertIn("--test_env=TORCH_TEST_NODE_IDS=", param["reproduce"])
 
-    def test_a_case_that_ran_on_one_side_only_is_incomplete(self):
-        code, data, err = self._gate(f"{FIXTURES}:case_vanishes_on_candidate")
-        self.assertEqual(code, gate.EXIT_INCOMPLETE, err)
-        self.assertEqual(
-            [(i["case"].split("::")[-1], i["reason"]) for i in data["comparison"]["one_side"]],
-            [("test_mode[gone]", "vanished on the candidate")],
+    def test_a_case_that_did_not_run_on_both_sides_is_incomplete(self):
+        code, data, err = self._gate(
+            f"{FIXTURES}:case_vanishes_on_candidate",
+            f"{FIXTURES}:skips_on_both_sides",
+            f"{FIXTURES}:class_never_collected",
         )
-        self.assertEqual(data["comparison"]["coverage"]["cases_compared"], 1)
+        self.assertEqual(code, gate.EXIT_INCOMPLETE, err)
+        reasons = {
+            (i["target"].split(":")[-1], (i["case"] or "").split("::")[-1]): i["reason"]
+            for i in data["comparison"]["one_side"]
+        }
+        self.assertEqual(len(reasons), 3, reasons)
+        self.assertEqual(
+            reasons[("case_vanishes_on_candidate", "test_mode[gone]")], "vanished on the candidate"
+        )
+        self.assertEqual(
+            reasons[("skips_on_both_sides", "test_skips")],
+            "skipped on both sides (not on this host)",
+        )
+        never = reasons[("class_never_collected", "")]
+        self.assertTrue(never.startswith("never collected on both sides: "), never)
+        self.assertIn("Inherits", never)
+        # Only cases that ran on both sides: test_mode[kept] and the two test_runs.
+        self.assertEqual(data["comparison"]["coverage"]["cases_compared"], 3)
+        self.assertEqual(
+            data["target_status"][f"{FIXTURES}:skips_on_both_sides"]["candidate"], "FAILED"
+        )
+
+    def test_repeat_runs_are_judged_whole(self):
+        code, data, err = self._gate(
+            f"{FIXTURES}:aborts_in_repeat", f"{FIXTURES}:skips_in_repeat", extra=["--repeat=1"]
+        )
+        self.assertEqual(code, gate.EXIT_REGRESSION, err)
+        found = {
+            (r["target"].split(":")[-1], (r["case"] or "").split("::")[-1]): r
+            for r in data["comparison"]["regressions"]
+        }
+        self.assertEqual(len(found), 2, found)
+        aborted = found[("aborts_in_repeat", "")]
+        self.assertEqual(aborted["candidate"], "FAILED in repeat run 1 of 1")
+        skipped = found[("skips_in_repeat", "test_sometimes_skips")]
+        self.assertEqual(skipped["candidate"], "skipped in repeat run 1 of 1")
+        for item in found.values():
+            self.assertTrue(pathlib.Path(item["log"]).is_file())
+            self.assertIn("--runs_per_test=2", item["reproduce"])
+
+    def test_two_saved_runs_are_gated_case_by_case(self):
+        tmp, state = self._tmp()
+        saved = {}
+        for role in ("baseline", "candidate"):
+            (state / "role").write_text(role)
+            events = tmp / f"{role}.json"
+            subprocess.run(
+                [
+                    str(gate.BAZEL),
+                    "test",
+                    f"--build_event_json_file={events}",
+                    f"--test_env=GATE_FIXTURE_DIR={state}",
+                    f"--sandbox_writable_path={state}",
+                    "--nocache_test_results",
+                    f"{FIXTURES}:param_fails_on_candidate",
+                ],
+                cwd=gate.ROOT,
+                capture_output=True,
+            )
+            saved[role] = tmp / f"{role}.saved"
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(save_run.main([str(events), str(saved[role])]), 0)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = gate.main(
+                [
+                    f"--baseline=results:{saved['baseline']}",
+                    f"--candidate=results:{saved['candidate']}",
+                    f"--out={tmp / 'report'}",
+                ]
+            )
+        self.assertEqual(code, gate.EXIT_REGRESSION, err.getvalue())
+        data = json.loads((tmp / "report" / "report.json").read_text())
+        (item,) = data["comparison"]["regressions"]
+        self.assertEqual(item["case"].split("::")[-1], "test_param[relu inplace]")
+        self.assertTrue(item["log"].startswith(str(saved["candidate"])))
+        self.assertIn("## Hardware", (tmp / "report" / "report.md").read_text())
 
 
 if __name__ == "__main__":

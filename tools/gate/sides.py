@@ -5,6 +5,9 @@ A side is one of
   lock:PATH       another requirements lock (exact pins with --hash), installed into @pypi
                   through TORCH_TEST_LOCK (tools/bazel, tools/python/pypi.bzl)
   python:PATH     a Python interpreter whose own packages are used (host mode, TORCH_TEST_PYTHON)
+  results:DIR     a run saved by tools/gate/save_run.py (its build event file, test.xml/test.log
+                  and the host's hardware fingerprint): nothing runs, e.g. the same tree on an
+                  old and a new GPU pool
 A bare PATH is an interpreter if it is an executable file, else a lock.
 
 check() rejects a bad side with one line naming it, before anything runs.
@@ -18,6 +21,7 @@ import os
 import pathlib
 import subprocess
 
+from tools.gate import hardware
 from tools.hardware import envvars
 from tools.hardware import probe as hardware_probe
 from tools.python import lock
@@ -26,6 +30,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PINNED_LOCK = lock.PINNED
 # A venv's own installer, never in a lock: not a difference between the sides.
 VENV_TOOLS = ("pip", "setuptools", "wheel")
+# What a saved run's directory holds (tools/gate/save_run.py).
+SAVED_FILES = ("events.json", "side.json")
 # Variables that choose @pypi's mode: each side sets its own and inherits none.
 MODE_VARS = (envvars.PYTHON, envvars.LOCK)
 
@@ -50,13 +56,15 @@ class BadSide(Exception):
 @dataclasses.dataclass(frozen=True)
 class Side:
     role: str  # "baseline" or "candidate"
-    kind: str  # "pinned", "lock", "python"
+    kind: str  # "pinned", "lock", "python", "results"
     path: pathlib.Path
 
     @property
     def description(self) -> str:
         if self.kind == "pinned":
             return f"pinned lock ({self.path.relative_to(ROOT)})"
+        if self.kind == "results":
+            return f"saved run {self.path}"
         return f"{'lock' if self.kind == 'lock' else 'interpreter'} {self.path}"
 
     @property
@@ -78,7 +86,7 @@ def parse(role: str, spec: str) -> Side:
     if spec == "pinned":
         return Side(role, "pinned", PINNED_LOCK)
     kind, _, rest = spec.partition(":")
-    if kind not in ("lock", "python") or not rest:
+    if kind not in ("lock", "python", "results") or not rest:
         kind, rest = None, spec
     path = pathlib.Path(rest).expanduser()
     path = path if path.is_absolute() else pathlib.Path.cwd() / path
@@ -98,6 +106,14 @@ def _lock_pins(path: pathlib.Path) -> dict:
 def check(side: Side) -> None:
     """Raises BadSide naming what is wrong; cheap (no Bazel, no package index)."""
     name = f"{side.role} {side.description}"
+    if side.kind == "results":
+        for name in SAVED_FILES:
+            if not (side.path / name).is_file():
+                raise BadSide(
+                    f"{side.role} {side.path} is not a saved run: no {name} (save one with "
+                    "`python3 -m tools.gate.save_run EVENTS.json DIR`)"
+                )
+        return
     if side.kind == "python":
         if not side.path.is_file() or not os.access(side.path, os.X_OK):
             raise BadSide(
@@ -142,8 +158,21 @@ def gpus() -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
+def saved(side: Side) -> dict:
+    """side.json of a saved run (tools/gate/save_run.py)."""
+    return json.loads((side.path / "side.json").read_text())
+
+
 def fingerprint(side: Side, output_base: pathlib.Path) -> dict:
     """What the tests of this side ran on: read from the @pypi the run used."""
+    if side.kind == "results":
+        hw = saved(side)["hardware"]
+        return {
+            "python": saved(side).get("python_version"),
+            "torch": hw.get("torch"),
+            "cuda": hw.get("torch_cuda"),
+            "gpus": hw.get("gpus", []),
+        }
     pypi = output_base / "external" / "pypi"
     if side.kind == "python":
         info = probe(side.path)
@@ -153,12 +182,31 @@ def fingerprint(side: Side, output_base: pathlib.Path) -> dict:
     return dict(info or {"python": None, "torch": None, "cuda": None}, gpus=gpus())
 
 
+def hardware_of(side: Side, output_base: pathlib.Path) -> dict:
+    """The side's hardware fingerprint (tools/gate/hardware.py): saved with a saved run, else
+    this host's; torch's CUDA and NCCL are asked of its interpreter where the host has GPUs."""
+    if side.kind == "results":
+        record = saved(side)
+        return dict(record["hardware"], host=record.get("host"), commit=record.get("commit"))
+    if not gpus():
+        return hardware.fingerprint()
+    if side.kind == "python":
+        return hardware.fingerprint(side.path)
+    pypi = output_base / "external" / "pypi"
+    env = dict(os.environ, PYTHONPATH=str(pypi / "site"), PYTHONNOUSERSITE="1")
+    return hardware.fingerprint(pypi / "venv" / "bin" / "python3", env)
+
+
+def manifest(output_base: pathlib.Path) -> dict:
+    """@pypi//:manifest.json of the run (tools/python/generate_build.py): {"mode", "packages":
+    {name: version the tests got}, "missing": [locked names the interpreter lacks]}."""
+    path = pathlib.Path(output_base) / "external" / "pypi" / "manifest.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def missing_packages(output_base: pathlib.Path) -> list[str]:
     """Host mode: the lock's packages the interpreter lacks (their targets are SKIPPED)."""
-    manifest = output_base / "external" / "pypi" / "manifest.json"
-    if not manifest.is_file():
-        return []
-    return json.loads(manifest.read_text())["missing"]
+    return manifest(output_base).get("missing", [])
 
 
 _LIST_PACKAGES = r"""
@@ -168,21 +216,32 @@ print(json.dumps({re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
 """
 
 
-def packages(side: Side) -> dict:
-    """{normalized name: version} of a side: its lock's pins, or what its interpreter has.
+SUPPLIED = "{version} (the lock's, supplied by @pypi: the interpreter has none)"
+
+
+def packages(side: Side, output_base: pathlib.Path | None = None) -> dict:
+    """{normalized name: version the tests ran on} of a side: its lock's pins, or what its
+    interpreter has plus what @pypi supplied from the lock where the interpreter lacks it
+    (host mode installs locked pure-Python packages; its manifest lists what the tests got).
 
     The one reader of a side's packages: a lock's pins, or all a venv holds (the manifest of
     @pypi lists only the lock's packages, not what else a candidate venv brings).
     """
+    if side.kind == "results":
+        return saved(side)["packages"]
     if side.kind != "python":
         return _lock_pins(side.path)
     try:
         out = subprocess.run(
             [str(side.path), "-c", _LIST_PACKAGES], capture_output=True, text=True, check=True
         ).stdout
-        return json.loads(out)
+        own = json.loads(out)
     except (OSError, subprocess.SubprocessError, ValueError):
-        return {}
+        own = {}
+    got = manifest(output_base).get("packages", {}) if output_base else {}
+    for name, version in got.items():
+        own.setdefault(name, SUPPLIED.format(version=version))
+    return own
 
 
 def package_changes(baseline: dict, candidate: dict) -> list[dict]:

@@ -5,15 +5,18 @@ Standard library only, no torch and no Bazel: the comparison must hold whatever 
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import os
 import pathlib
+import re
+import shutil
 import sys
 import tempfile
 import unittest
 
-from tools.gate import candidate, compare, gate, report, sides
+from tools.gate import candidate, compare, culprit, gate, hardware, repeats, report, save_run, sides
 from tools.results import bep
 
 
@@ -160,6 +163,7 @@ class CompareTest(unittest.TestCase):
             self._cases("regressions"),
             [
                 ("//pkg:crash", "a"),
+                ("//pkg:t", "declared_skip"),
                 ("//pkg:t", "gone"),
                 ("//pkg:t", "new_bad"),
                 ("//pkg:t", "other"),
@@ -187,11 +191,13 @@ class CompareTest(unittest.TestCase):
             ("m.C::xfail_msg", "TypeError: x", "RuntimeError: y"),
         )
 
-    def test_a_declared_outcome_is_covered_not_regressed(self):
+    def test_a_case_declared_for_the_candidate_only_is_a_regression_it_accepts(self):
+        # Passed on the baseline, declared skip (for the candidate's release) on the candidate.
+        (item,) = [i for i in self.result["regressions"] if i.get("newly_declared")]
         self.assertEqual(
-            [(i["case"], i["declared"]) for i in self.result["declared"]],
-            [("m.C::declared_skip", "skip: needs cuda")],
+            (item["case"], item["newly_declared"]), ("m.C::declared_skip", DECLARED[1])
         )
+        self.assertEqual(self.result["declared"], [])
 
     def test_new_and_vanished_cases(self):
         self.assertEqual(self._cases("new_cases"), [("//pkg:t", "new_bad"), ("//pkg:t", "new_ok")])
@@ -212,7 +218,7 @@ class CompareTest(unittest.TestCase):
             ],
         )
         self.assertEqual(
-            self.result["coverage"], {"targets": 5, "targets_compared": 3, "cases_compared": 13}
+            self.result["coverage"], {"targets": 5, "targets_compared": 3, "cases_compared": 12}
         )
 
     def test_flaky_candidate_case_is_a_regression(self):
@@ -252,7 +258,11 @@ class CompareTest(unittest.TestCase):
 
     def test_nothing_changed_is_empty(self):
         same = compare.compare(self.before, self.before)
-        self.assertEqual({k: v for k, v in same.items() if v and k != "coverage"}, {})
+        # Nothing changed, but a case skipped (undeclared) on both sides ran on neither.
+        self.assertEqual(
+            {k: [i.get("reason") for i in v] for k, v in same.items() if v and k != "coverage"},
+            {"one_side": ["skipped on both sides (no reason)"]},
+        )
 
     def test_report_lists_regressions_first(self):
         data = {
@@ -274,12 +284,165 @@ class CompareTest(unittest.TestCase):
         for item in self.result["regressions"]:
             item["confirmation"] = {"verdict": "consistent", "failed_runs": 3, "runs": 3}
         text = report.markdown(data)
-        self.assertIn("**REGRESSED (exit 1): 7 regressions; compared on both sides: 3 of 5", text)
-        self.assertIn("**7 regressions** (7 not flaky, 0 flaky)", text)
+        self.assertIn("**REGRESSED (exit 1): 8 regressions; compared on both sides: 3 of 5", text)
+        self.assertIn("**8 regressions** (7 not flaky, 0 flaky, 1 newly declared", text)
         self.assertLess(text.index("## Regressions"), text.index("## Fixes"))
         self.assertIn("first failure: `AssertionError: reg_fail broke`", text)
         self.assertEqual(
             json.loads(report.dump_json(data))["comparison"]["fixes"][0]["candidate"], "passed"
+        )
+
+
+NEVER_COLLECTED = (
+    "============ tests the module defines but pytest never runs fail this target ============\n"
+    "m.Hidden: a unittest.TestCase with tests (test_x) that pytest does not collect: it "
+    "inherits __test__ = False from Base.\n"
+    "=========================== 1 passed in 0.01s ===========================\n"
+)
+
+
+def _pair(before: dict, after: dict) -> dict:
+    """compare() of {label: (status, cases, log)} per side, written as fake testlogs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = Fake(pathlib.Path(tmp))
+        snaps = [
+            compare.snapshot(
+                {
+                    label: fake.target(side, label, status, [cases], log=log)
+                    for label, (status, cases, log) in targets.items()
+                }
+            )
+            for side, targets in (("b", before), ("c", after))
+        ]
+        return compare.compare(*snaps)
+
+
+class CoverageTest(unittest.TestCase):
+    """A case is compared only when it ran on both sides, whatever the targets' status."""
+
+    def test_a_case_skipped_on_both_sides_in_red_targets_is_not_compared(self):
+        # test_b calls pytest.skip() undeclared: the target is FAILED on both sides.
+        side = ("FAILED", [("a", "passed"), ("b", "skipped")], "")
+        result = _pair({"//p:skips": side}, {"//p:skips": side})
+        self.assertEqual(
+            [(i["case"], i["reason"]) for i in result["one_side"]],
+            [("m.C::b", "skipped on both sides (no reason)")],
+        )
+        self.assertEqual(result["coverage"]["cases_compared"], 1)
+        self.assertEqual(result["regressions"], [])
+
+    def test_a_class_never_collected_on_both_sides_is_named(self):
+        side = ("FAILED", [("a", "passed")], NEVER_COLLECTED)
+        result = _pair({"//p:hidden": side}, {"//p:hidden": side})
+        (item,) = result["one_side"]
+        self.assertTrue(
+            item["reason"].startswith("never collected on both sides: m.Hidden: a unittest"),
+            item,
+        )
+
+    def test_a_red_target_whose_red_no_case_explains_is_incomplete(self):
+        side = ("FAILED", [("a", "passed")], "stale expectations fail this target\n")
+        result = _pair({"//p:stale": side}, {"//p:stale": side})
+        self.assertEqual(
+            [i["reason"].split(":")[0] for i in result["one_side"]],
+            [
+                "FAILED on the baseline with no failing case",
+                "FAILED on the candidate with no failing case",
+            ],
+        )
+
+    def test_cases_of_a_side_that_reported_nothing_are_not_compared(self):
+        # The baseline crashed before writing test.xml; the candidate passed.
+        result = _pair(
+            {"//p:crash": ("FAILED", None, "Fatal Python error: Aborted\n")},
+            {"//p:crash": ("PASSED", [("a", "passed")], "")},
+        )
+        self.assertEqual(
+            [(i["case"], i["reason"]) for i in result["one_side"]],
+            [("m.C::a", "absent on the baseline: Fatal Python error: Aborted")],
+        )
+        self.assertEqual(result["coverage"]["cases_compared"], 0)
+        # The candidate crashed; a case that failed on the baseline did not run there.
+        result = _pair(
+            {"//p:crash": ("FAILED", [("a", "failed")], "")},
+            {"//p:crash": ("FAILED", None, "Fatal Python error: Aborted\n")},
+        )
+        self.assertEqual(
+            [(i["case"], i["reason"]) for i in result["one_side"]],
+            [("m.C::a", "absent on the candidate: Fatal Python error: Aborted")],
+        )
+
+    def test_new_and_vanished_skips_ran_nowhere(self):
+        result = _pair(
+            {"//p:t": ("PASSED", [("a", "passed"), ("gone", "skipped")], "")},
+            {"//p:t": ("FAILED", [("a", "passed"), ("new", "skipped")], "")},
+        )
+        self.assertEqual(
+            [(i["case"], i["reason"]) for i in result["one_side"]],
+            [
+                ("m.C::gone", "skipped on the baseline (no reason), absent on the candidate"),
+                ("m.C::new", "new on the candidate, skipped on the candidate (no reason)"),
+            ],
+        )
+
+
+FAIL_215 = ("torch_test.declared", "fail: 2.15 records aten.view")
+
+
+class DeclarationTest(unittest.TestCase):
+    def test_declared_on_both_sides_is_covered_and_a_declared_skip_is_not_compared(self):
+        side = (
+            "PASSED",
+            [("s", "skipped", 0.1, "", DECLARED), ("f", "xfail", 0.1, "x", FAIL_215)],
+            "",
+        )
+        result = _pair({"//p:t": side}, {"//p:t": side})
+        self.assertEqual([i["case"] for i in result["declared"]], ["m.C::f", "m.C::s"])
+        self.assertEqual((result["regressions"], result["one_side"]), ([], []))
+        self.assertEqual(result["coverage"]["cases_compared"], 1)  # the xfail ran on both
+
+    def test_newly_declared_fail_is_a_regression_it_accepts(self):
+        result = _pair(
+            {"//p:t": ("PASSED", [("seq", "passed")], "")},
+            {"//p:t": ("PASSED", [("seq", "xfail", 0.1, "declared", FAIL_215)], "")},
+        )
+        (item,) = result["regressions"]
+        self.assertEqual(item["newly_declared"], FAIL_215[1])
+        self.assertEqual(result["declared"], [])
+
+    def test_the_gate_names_the_release_and_accepts_only_when_asked(self):
+        def gated(accept: bool) -> dict:
+            result = _pair(
+                {"//p:t": ("PASSED", [("seq", "passed")], "")},
+                {"//p:t": ("PASSED", [("seq", "xfail", 0.1, "declared", FAIL_215)], "")},
+            )
+            gate._newly_declared(result, "2.15.0+cu132", accept)
+            return result
+
+        (item,) = gated(False)["regressions"]
+        self.assertEqual(item["message"], f"newly declared on 2.15: {FAIL_215[1]}")
+        accepted = gated(True)
+        self.assertEqual(accepted["regressions"], [])
+        self.assertIn("(accepted: --accept-declared)", accepted["declared"][0]["declared"])
+
+    def test_an_outcome_that_does_not_match_its_declaration_is_a_regression(self):
+        result = _pair(
+            {"//p:t": ("PASSED", [("a", "passed"), ("b", "failed")], "")},
+            {
+                "//p:t": (
+                    "FAILED",
+                    [("a", "failed", 0.1, "", DECLARED), ("b", "passed", 0.1, "", FAIL_215)],
+                    "",
+                )
+            },
+        )
+        self.assertEqual(result["declared"], [])
+        self.assertEqual(
+            [(i["case"], i["message"]) for i in result["regressions"]],
+            [
+                ("m.C::a", "declared skip: needs cuda, but it failed: AssertionError: a broke"),
+                ("m.C::b", "declared fail: 2.15 records aten.view, but it passed"),
+            ],
         )
 
 
@@ -304,29 +467,87 @@ class VerdictTest(unittest.TestCase):
                 "not confirmed (the case ran in 0 of 2 re-runs)",
             )
 
-    def test_a_case_failing_only_in_a_repeat_is_a_flaky_regression(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            fake = Fake(pathlib.Path(tmp))
-            base = compare.snapshot(
-                {"//pkg:t": fake.target("b", "//pkg:t", "PASSED", [[("x", "passed")]])}
-            )
-            repeated = fake.target("r", "//pkg:t", "FAILED", [[("x", "passed")]])
-            run2 = fake.target("r2", "//pkg:t", "FAILED", [[("x", "failed")]])
-            repeated.attempts.append(
-                bep.Attempt(1, 2, 1, "FAILED", False, 1, run2.attempts[0].outputs)
-            )
-            result = {"regressions": []}
-            gate._repeat_flakes(result, compare.snapshot({"//pkg:t": repeated}), base)
-        (item,) = result["regressions"]
-        self.assertEqual((item["case"], item["node_id"]), ("m.C::x", "m.py::C::x"))
-        self.assertTrue(item["confirmation"]["verdict"].startswith("flaky"))
-
     def test_a_rerun_that_runs_nothing_is_not_confirmed(self):
         target = bep.Target("//pkg:t", status="NO STATUS")
         self.assertEqual(
             gate._verdict(target, None, {"case": None})["verdict"],
             "not confirmed (the re-runs produced no result)",
         )
+
+
+class RepeatTest(unittest.TestCase):
+    """--repeat N judged whole: every run's status and every case of every run."""
+
+    def _repeat(self, runs: list, base=(("x", "passed"), ("y", "passed"))) -> list:
+        """Regressions of a repeat whose runs are (status, cases or None, log)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Fake(pathlib.Path(tmp))
+            status = "PASSED" if all(c[1] == "passed" for c in base) else "FAILED"
+            base = fake.target("b", "//pkg:t", status, [list(base)])
+            repeated = bep.Target("//pkg:t", status="FAILED", run_count=len(runs))
+            for n, (status, cases, log) in enumerate(runs, 1):
+                one = fake.target(f"r{n}", "//pkg:t", status, [cases], log=log)
+                repeated.attempts.append(dataclasses.replace(one.attempts[0], run=n))
+            return repeats.regressions(
+                {"//pkg:t": repeated}, compare.snapshot({"//pkg:t": base}), set()
+            )
+
+    def test_a_case_failing_only_in_a_repeat_is_a_flaky_regression(self):
+        (item,) = self._repeat(
+            [
+                ("PASSED", [("x", "passed"), ("y", "passed")], ""),
+                ("FAILED", [("x", "failed"), ("y", "passed")], ""),
+            ]
+        )
+        self.assertEqual((item["case"], item["node_id"]), ("m.C::x", "m.py::C::x"))
+        self.assertEqual(item["candidate"], "failed in repeat run 2 of 2")
+        self.assertTrue(item["confirmation"]["verdict"].startswith("flaky"))
+        self.assertTrue(item["log"].endswith("test.log"))
+
+    def test_a_skip_in_a_repeat_is_a_flaky_regression(self):
+        (item,) = self._repeat(
+            [
+                ("PASSED", [("x", "passed"), ("y", "passed")], ""),
+                ("FAILED", [("x", "passed"), ("y", "skipped")], ""),
+            ]
+        )
+        self.assertEqual(
+            (item["case"], item["candidate"]), ("m.C::y", "skipped in repeat run 2 of 2")
+        )
+
+    def test_a_run_killed_after_its_cases_passed_is_a_flaky_regression(self):
+        # SIGABRT at exit: every case passed, the run is FAILED ("FAILED in 1 out of 2").
+        (item,) = self._repeat(
+            [
+                ("PASSED", [("x", "passed"), ("y", "passed")], ""),
+                ("FAILED", [("x", "passed"), ("y", "passed")], "Fatal Python error: Aborted\n"),
+            ]
+        )
+        self.assertEqual(
+            (item["case"], item["candidate"], item["message"]),
+            (None, "FAILED in repeat run 2 of 2", "Fatal Python error: Aborted"),
+        )
+
+    def test_cases_a_killed_run_never_reached_are_flaky_regressions(self):
+        found = self._repeat(
+            [
+                ("PASSED", [("x", "passed"), ("y", "passed")], ""),
+                ("FAILED", None, "collected 2 items\nFatal Python error: Aborted\n"),
+            ]
+        )
+        self.assertEqual(
+            [(i["case"], i["candidate"]) for i in found],
+            [
+                ("m.C::x", "absent in repeat run 2 of 2 (FAILED)"),
+                ("m.C::y", "absent in repeat run 2 of 2 (FAILED)"),
+            ],
+        )
+
+    def test_passing_repeats_and_known_failures_are_no_regression(self):
+        runs = [("PASSED", [("x", "passed"), ("y", "passed")], "")] * 2
+        self.assertEqual(self._repeat(runs), [])
+        known = [("FAILED", [("x", "passed"), ("y", "failed")], "")] * 2
+        self.assertEqual(self._repeat(known, base=(("x", "passed"), ("y", "failed"))), [])
 
 
 class BadInputTest(unittest.TestCase):
@@ -403,6 +624,149 @@ class BadInputTest(unittest.TestCase):
         # The README's commands pass no --out; the report then goes under the gate's root.
         args = argparse.Namespace(out=None, output_root=str(self.tmp))
         self.assertEqual(gate.Gate(args).out.parent, self.tmp / "reports")
+
+
+class PackagesTest(unittest.TestCase):
+    def test_a_package_the_lock_supplied_is_named_as_the_lock_s(self):
+        # A candidate interpreter without pytest ran on the lock's pytest 9.2.0 (host mode
+        # installs locked pure-Python packages into @pypi; its manifest lists what tests got).
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            python = tmp / "python3"
+            python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')  # no site-packages
+            python.chmod(0o755)
+            manifest = tmp / "ob" / "external" / "pypi" / "manifest.json"
+            manifest.parent.mkdir(parents=True)
+            manifest.write_text(
+                json.dumps({"mode": "host", "packages": {"pytest": "9.2.0"}, "missing": []})
+            )
+            candidate_side = sides.parse("candidate", f"python:{python}")
+            got = sides.packages(candidate_side, tmp / "ob")
+        self.assertEqual(got["pytest"], sides.SUPPLIED.format(version="9.2.0"))
+        (row,) = sides.package_changes({"pytest": "9.2.0"}, {"pytest": got["pytest"]})
+        self.assertEqual(
+            (row["baseline"], row["candidate"]),
+            ("9.2.0", "9.2.0 (the lock's, supplied by @pypi: the interpreter has none)"),
+        )
+
+
+RESULTS_TESTDATA = pathlib.Path(__file__).resolve().parents[1] / "results" / "testdata"
+
+
+class SavedRunTest(unittest.TestCase):
+    """Pool gating: two saved runs (save_run) compared case by case, nothing re-run."""
+
+    def _save(self, tmp: pathlib.Path, name: str, outcome: str) -> pathlib.Path:
+        # A recorded build event file (tools/results/testdata), its testlogs written here.
+        testlogs = tmp / name / "testlogs"
+        events = tmp / name / "events.json"
+        text = (RESULTS_TESTDATA / "sharded_fresh.json").read_text()
+        for uri in set(re.findall(r"file:///TESTLOGS/([^\"]+)", text)):
+            path = testlogs / uri
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.name == "test.xml":
+                cases = [
+                    ("test_a", "passed"),
+                    ("test_b", outcome if "shard_2" in uri else "passed"),
+                ]
+                xml = "".join(_case(*c) for c in cases)
+                path.write_text(f"<testsuites><testsuite>{xml}</testsuite></testsuites>")
+            else:
+                path.write_text("collected 2 items\n")
+        events.write_text(text.replace("file:///TESTLOGS/", f"file://{testlogs}/"))
+        saved = tmp / f"{name}.saved"
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(save_run.main([str(events), str(saved)]), 0)
+        shutil.rmtree(tmp / name)  # the saved run stands alone
+        return saved
+
+    def test_two_saved_runs_are_compared_case_by_case_with_their_hardware(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            old_pool, new_pool = self._save(tmp, "old", "passed"), self._save(tmp, "new", "failed")
+            self.assertTrue((old_pool / "testlogs").is_dir())
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = gate.main(
+                    [
+                        f"--baseline=results:{old_pool}",
+                        f"--candidate=results:{new_pool}",
+                        f"--out={tmp / 'r'}",
+                    ]
+                )
+            self.assertEqual(code, gate.EXIT_REGRESSION, err.getvalue())
+            data = json.loads((tmp / "r" / "report.json").read_text())
+            (item,) = data["comparison"]["regressions"]
+            self.assertEqual(
+                (item["target"], item["case"]), ("//tools/selftest:probe_shards", "m.C::test_b")
+            )
+            self.assertTrue(item["log"].startswith(str(new_pool)), item["log"])
+            self.assertIn("not confirmed (a saved run", item["confirmation"]["verdict"])
+            self.assertEqual(data["comparison"]["coverage"]["cases_compared"], 4)
+            self.assertIn("## Hardware", (tmp / "r" / "report.md").read_text())
+            self.assertEqual(data["sides"]["candidate"]["hardware"]["gpu_count"], 0)
+
+    def test_a_directory_that_is_no_saved_run_is_a_bad_side(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = gate.main(["--candidate", f"results:{tmp}", "--out", f"{tmp}/r"])
+        self.assertEqual(code, gate.EXIT_BAD_INPUT)
+        self.assertIn("is not a saved run: no events.json", err.getvalue())
+
+    def test_the_interconnect_from_nvidia_smi_topo(self):
+        topology = (
+            "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+            "GPU0\t X \tNV18\tSYS\t0-63\t0\t\tN/A\n"
+            "GPU1\tNV18\t X \tSYS\t0-63\t0\t\tN/A\n"
+            "NIC0\tSYS\tSYS\t X \n"
+        )
+        self.assertEqual(hardware.interconnect(topology), "NV18")
+        self.assertEqual(hardware.interconnect(""), "")
+
+
+class BisectTest(unittest.TestCase):
+    def test_releases_between_the_sides(self):
+        index = ["2.15.0", "2.14.1", "2.14.0", "2.13.0+cpu", "2.13.0", "2.12.1"]
+        self.assertEqual(culprit.between("2.13.0+cpu", "2.15.0", index), ["2.14.0", "2.14.1"])
+
+    def test_the_first_release_that_changed_and_a_flip_back(self):
+        steps = [("2.13.0+cpu", "passed"), ("2.14.0", "passed"), ("2.14.1", "failed")]
+        self.assertEqual(
+            culprit.verdict([*steps, ("2.15.0", "failed")]),
+            "first changed in 2.14.1 (2.13.0 passed, 2.14.0 passed, 2.14.1 failed, 2.15.0 failed)",
+        )
+        self.assertEqual(
+            culprit.verdict(
+                [steps[0], ("2.14.0", "failed"), ("2.14.1", "passed"), ("2.15.0", "failed")]
+            ),
+            "first changed in 2.14.0 (2.13.0 passed, 2.14.0 failed, 2.14.1 passed, 2.15.0 failed); "
+            "not monotonic: 2.14.1 passed again",
+        )
+
+    def test_each_case_runs_alone_on_each_release_between(self):
+        asked = []
+
+        def run_case(release, label, ids):
+            asked.append((release, label, ids))
+            return {ids[0]: "failed" if release == "2.14.1" else "passed"}
+
+        item = {
+            "target": "//p:t",
+            "node_id": "t.py::C::x",
+            "baseline": "passed",
+            "candidate": "failed",
+        }
+        original = culprit.available
+        culprit.available = lambda: ["2.15.0", "2.14.1", "2.14.0", "2.13.0"]
+        try:
+            culprit.bisect([item], "2.13.0+cpu", "2.15.0+cu132", run_case)
+        finally:
+            culprit.available = original
+        self.assertEqual(
+            asked, [("2.14.0", "//p:t", ["t.py::C::x"]), ("2.14.1", "//p:t", ["t.py::C::x"])]
+        )
+        self.assertTrue(item["bisect"]["line"].startswith("first changed in 2.14.1 ("))
 
 
 class CandidateTest(unittest.TestCase):

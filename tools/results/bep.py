@@ -29,9 +29,17 @@ What Bazel 4.2.3 writes (checked on this repository's targets):
 - build stopped before testing: `aborted` with no reason, or events announced and never
   posted (NO STATUS).
 - a test target left out by --test_tag_filters is completed without test children: not listed.
+- `buildFinished.finished.finishTimeMillis`: when the invocation ended.
+
+The files an attempt names live in the output base's testlogs, which the next `bazel test` of
+the same target overwrites (or deletes while it runs). read() keeps only files this invocation
+wrote: a file written after it ended, or gone, was replaced by a later run, and reading it
+(Attempt.xml / .log, Target.xml_files() / .log_files()) raises OutputsReplaced naming it,
+rather than reporting another run's cases as this one's.
 """
 
 import dataclasses
+import datetime
 import json
 import pathlib
 import re
@@ -44,8 +52,14 @@ FAILED_TO_BUILD = "FAILED TO BUILD"
 EXPLICIT_INCOMPATIBLE = re.compile(
     r"Target @?(//\S+) is incompatible and cannot be built, but was explicitly requested"
 )
+# The prefix of test output URIs in a saved run's events.json (tools/gate/save_run.py).
+SAVED_RUN = "file:///saved-run/"
 # Statuses of a target whose tests all ran and passed (FLAKY: passed on a retry).
 GREEN = ("PASSED", "FLAKY")
+
+
+class OutputsReplaced(Exception):
+    """An invocation's test output was replaced by a later run; the message names it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,14 +74,21 @@ class Attempt:
     duration_s: float
     outputs: dict  # name (test.log, test.xml, ...) -> pathlib.Path
     start_s: float = 0.0  # epoch seconds the action started (incl. waiting for a local slot)
+    replaced: dict = dataclasses.field(default_factory=dict)  # name -> why it is not this run's
+
+    def output(self, name: str) -> pathlib.Path | None:
+        """This invocation's file `name`; raises OutputsReplaced where a later run replaced it."""
+        if name in self.replaced:
+            raise OutputsReplaced(self.replaced[name])
+        return self.outputs.get(name)
 
     @property
     def xml(self) -> pathlib.Path | None:
-        return self.outputs.get("test.xml")
+        return self.output("test.xml")
 
     @property
     def log(self) -> pathlib.Path | None:
-        return self.outputs.get("test.log")
+        return self.output("test.log")
 
 
 @dataclasses.dataclass
@@ -115,6 +136,14 @@ def _path(uri: str) -> pathlib.Path:
         # bytestream:// (remote execution without downloads) has no local file.
         raise ValueError(f"not a local file: {uri}")
     return pathlib.Path(urllib.request.url2pathname(parsed.path))
+
+
+def local_path(uri: str) -> pathlib.Path | None:
+    """The local file a test output's URI names, or None (not a file:// URI)."""
+    try:
+        return _path(uri)
+    except ValueError:
+        return None
 
 
 def _outputs(files: list) -> dict:
@@ -232,6 +261,62 @@ def exec_root(path) -> pathlib.Path | None:
     return None
 
 
-def read(path) -> dict[str, Target]:
+def finished_s(path) -> float:
+    """Epoch seconds the invocation ended: its buildFinished event, else the file's mtime (a
+    build event file is written up to the end)."""
     with open(path) as f:
-        return parse(f)
+        for line in f:
+            if '"buildFinished"' in line:
+                event = json.loads(line)
+                millis = event.get("finished", {}).get("finishTimeMillis")
+                if millis:
+                    return int(millis) / 1000
+    return pathlib.Path(path).stat().st_mtime
+
+
+def _stamp(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds).isoformat(sep=" ", timespec="seconds")
+
+
+def keep_own_outputs(targets: dict, events, ended_s: float) -> dict:
+    """Targets whose attempts name only files this invocation wrote (see the module docstring)."""
+    for target in targets.values():
+        attempts = []
+        for a in target.attempts:
+            outputs, replaced = {}, {}
+            for name, file in a.outputs.items():
+                try:
+                    written = file.stat().st_mtime
+                except FileNotFoundError:
+                    written = None
+                if written is not None and written <= ended_s:
+                    outputs[name] = file
+                    continue
+                what = f"{target.label} shard {a.shard} run {a.run} attempt {a.attempt}: {file}"
+                if written is None:
+                    why = "is gone"
+                else:
+                    why = f"was written at {_stamp(written)}, after the invocation ended"
+                replaced[name] = (
+                    f"{what} {why} (build event file {events}, ended {_stamp(ended_s)}): a "
+                    "later `bazel test` replaced this invocation's file; read the later "
+                    "invocation's build event file, or run the tests again"
+                )
+            attempts.append(dataclasses.replace(a, outputs=outputs, replaced=replaced))
+        target.attempts = attempts
+    return targets
+
+
+def read_saved(directory) -> dict[str, Target]:
+    """A run saved by tools/gate/save_run.py: its events.json names its files under SAVED_RUN,
+    which is `directory` wherever it now is (its files were checked when it was saved)."""
+    root = urllib.request.pathname2url(str(pathlib.Path(directory).resolve()))
+    with open(pathlib.Path(directory) / "events.json") as f:
+        return parse(line.replace(SAVED_RUN, f"file://{root}/") for line in f)
+
+
+def read(path) -> dict[str, Target]:
+    """The invocation's targets; files a later run replaced raise OutputsReplaced when read."""
+    with open(path) as f:
+        targets = parse(f)
+    return keep_own_outputs(targets, path, finished_s(path))

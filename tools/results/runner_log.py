@@ -3,6 +3,8 @@
 torch_test resources: wall_s=.. cpu_s=.. peak_rss_mib=.. children_peak_rss_mib=..
 torch_test: FAILED: ...; the last test that started: NODEID      (tools/runner/completion.py)
 *** SIGTERM (Bazel timeout?) while running NODEID (call): stacks of all threads ***
+===== tests the module defines but pytest never runs fail this target =====   (outcome_audit)
+MODULE.Class: a unittest.TestCase with tests (...) that pytest does not collect: ...
 Current thread 0x... (most recent call first):                  (faulthandler's dump)
   File "...", line N in NAME
 """
@@ -13,6 +15,9 @@ RESOURCES = re.compile(r"torch_test resources: (.*)$", re.M)
 LAST_STARTED = re.compile(r"the last test that started: (.+?)\s*$", re.M)
 SIGTERM = re.compile(r"^\*\*\* SIGTERM .*?(?: while running (.+?) \((?:setup|call|teardown)\))?:")
 RUNFILES = re.compile(r'File "[^"]*?\.runfiles/')
+NEVER_RUN_SECTION = "tests the module defines but pytest never runs fail this target"
+# pytest's section rule: "==== title ====", or a bare rule ending the summary.
+SECTION = re.compile(r"^=+ ?(.*?) ?=+$")
 # Frames of the stack dump shown per hang: the innermost ones say where it hung.
 STACK_LINES = 12
 
@@ -60,3 +65,16 @@ def hang(text: str) -> tuple[str | None, str] | None:
             # Sandbox paths differ per run and say nothing: start at the runfiles root.
             stack.append(RUNFILES.sub('File "', line.rstrip()))
     return running, "\n".join(stack[: STACK_LINES + 1])
+
+
+def never_run(text: str) -> list[str]:
+    """The lines of test_utils.outcome_audit's section of what the module defines and pytest
+    never ran (a test class never collected, a collection warning): no test.xml case shows them."""
+    found, inside = [], False
+    for line in text.splitlines():
+        rule = SECTION.match(line.strip())
+        if rule:
+            inside = rule.group(1) == NEVER_RUN_SECTION
+        elif inside and line.strip():
+            found.append(line.strip())
+    return found

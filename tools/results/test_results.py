@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import os
 import pathlib
 import tempfile
 import unittest
@@ -117,6 +118,60 @@ class BepTest(unittest.TestCase):
                 '{"id":{"workspace":{}},"workspaceInfo":{"localExecRoot":"/ob/execroot/torch_tests"}}\n'
             )
             self.assertEqual(bep.exec_root(path), pathlib.Path("/ob/execroot/torch_tests"))
+
+
+class OwnOutputsTest(unittest.TestCase):
+    """An older build event file read after a newer run must not report the newer run's files.
+
+    Recorded: `tools/bazel test --nocache_test_results //tools/selftest:probe_plain` twice
+    (rerun_1.json, rerun_2.json); the second run rewrote the test.xml and test.log the first
+    names. The files are written here with the time the second run wrote them.
+    """
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = pathlib.Path(tmp.name)
+        # Run 2's attempt started at ...62.701 and took 0.883 s: it wrote its files then.
+        written = 1795672862.701 + 0.883
+        for name in ("test.xml", "test.log"):
+            path = self.tmp / "tools/selftest/probe_plain" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("<testsuites/>" if name == "test.xml" else "log\n")
+            os.utime(path, (written, written))
+        self.xml = self.tmp / "tools/selftest/probe_plain/test.xml"
+        self.events = {}
+        for n in (1, 2):
+            text = (TESTDATA / f"rerun_{n}.json").read_text()
+            self.events[n] = self.tmp / f"rerun_{n}.json"
+            self.events[n].write_text(text.replace("file:///TESTLOGS/", f"file://{self.tmp}/"))
+
+    def _plain(self, n: int) -> bep.Target:
+        return bep.read(self.events[n])["//tools/selftest:probe_plain"]
+
+    def test_the_invocation_ends_at_its_build_finished_event(self):
+        self.assertEqual(bep.finished_s(self.events[1]), 1795672860.332)
+        self.assertEqual(bep.finished_s(self.events[2]), 1795672863.8)
+
+    def test_the_newer_run_reads_its_own_files(self):
+        self.assertEqual(self._plain(2).xml_files(), [self.xml])
+
+    def test_the_older_run_refuses_files_the_newer_run_wrote(self):
+        plain = self._plain(1)
+        self.assertEqual(plain.status, "PASSED")  # statuses are the invocation's own
+        for read in (plain.xml_files, plain.log_files):
+            with self.assertRaises(bep.OutputsReplaced) as caught:
+                read()
+        message = str(caught.exception)
+        log = self.xml.with_name("test.log")
+        self.assertIn(f"//tools/selftest:probe_plain shard 1 run 1 attempt 1: {log}", message)
+        self.assertIn("after the invocation ended", message)
+        self.assertIn("a later `bazel test` replaced this invocation's file", message)
+
+    def test_a_file_a_later_run_removed_is_refused(self):
+        self.xml.unlink()
+        with self.assertRaisesRegex(bep.OutputsReplaced, "test.xml is gone"):
+            self._plain(2).final_attempts()[0].output("test.xml")
 
 
 class OutcomesTest(unittest.TestCase):
