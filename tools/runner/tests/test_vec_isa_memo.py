@@ -14,7 +14,7 @@ import types
 import pytest
 
 from tools.hardware import envvars
-from tools.runner import vec_isa_memo
+from tools.runner import on_import, vec_isa_memo
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
 
@@ -107,7 +107,7 @@ def test_an_unwritable_folder_leaves_every_check_to_torch(tmp_path):
 def test_off_patches_nothing(monkeypatch):
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     vec_isa_memo.watch({envvars.VEC_ISA_MEMO: vec_isa_memo.OFF})
-    assert not [f for f in sys.meta_path if isinstance(f, vec_isa_memo._OnImport)]
+    assert not on_import.pending(vec_isa_memo.MODULE)
     assert vec_isa_memo.folder({}) == vec_isa_memo.pathlib.Path(vec_isa_memo.DEFAULT_DIR)
 
 
@@ -145,7 +145,7 @@ STALE_PASS = """
     import os, pathlib, sys
     import torch
     from torch._inductor import cpu_vec_isa
-    from tools.runner import vec_isa_memo
+    from tools.runner import on_import, vec_isa_memo
 
     memo = pathlib.Path(sys.argv[1])
     vec_isa_memo.install(cpu_vec_isa, memo)
