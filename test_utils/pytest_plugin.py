@@ -18,7 +18,8 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
   accepts exactly those skips.
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
 - A process sharing GPUs with other tests (a lease of part of each GPU) caps its memory.
-- Inductor's CPU vector-ISA probes are kept per host (tools/runner/vec_isa_memo.py).
+- Inductor's CPU vector-ISA probes are kept per host (tools/runner/vec_isa_memo.py), and its
+  kernels are keyed without the sandbox's path (tools/runner/kernel_cache.py).
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
   declared with markers (Bazel then schedules or skips the whole target) instead, or, for
   tests from elsewhere, in the target's expectations file. test_utils.outcome_audit judges
@@ -32,7 +33,7 @@ import pytest
 
 from test_utils import expectations, hardware, outcome_audit, upstream_decorators
 from tools.hardware import envvars, memory_cap, probe, variants
-from tools.runner import vec_isa_memo
+from tools.runner import kernel_cache, vec_isa_memo
 
 _REQ_KEY = pytest.StashKey[hardware.Requirements]()
 
@@ -168,6 +169,7 @@ def pytest_configure(config):
     config.pluginmanager.register(_outcome_audit(), "torch_test_outcome_audit")
     memory_cap.cap_gpu_memory()
     vec_isa_memo.watch()
+    kernel_cache.watch()
 
 
 def pytest_unconfigure(config):

@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 from tools.hardware import memory_cap
-from tools.runner import gpu_peak, lifetime, process_env, vec_isa_memo
+from tools.runner import gpu_peak, kernel_cache, lifetime, process_env, vec_isa_memo
 
 
 @dataclasses.dataclass
@@ -58,6 +58,7 @@ def main(spec: RankSpec) -> None:
     _arm_stack_dump(spec.stack_path)
     _adopt_environment(spec)
     vec_isa_memo.watch()
+    kernel_cache.watch()
     try:
         memory_cap.cap_gpu_memory()
         fn, args = _load_call(spec)

@@ -54,17 +54,19 @@ from tools.runner import (
     gpu_lease,
     gpu_peak,
     gpu_share,
+    kernel_cache,
     node_ids,
     private_tmp,
     process_env,
     refused_options,
+    shared_caches,
     threads,
 )
 
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
 SESSION_FLAG = "--session"
 COLLECTION_FLAG = "--collection-check"
-SHARED_CACHE = f"/tmp/torch_tests_kernel_cache_{os.getuid()}"
+SHARED_CACHE = kernel_cache.ROOT
 
 
 def _configure_dirs(env, short: str) -> list[str]:
@@ -76,11 +78,10 @@ def _configure_dirs(env, short: str) -> list[str]:
         # TEST_TMPDIR is too long for AF_UNIX socket paths (108 bytes), which multiprocessing
         # and gloo create under TMPDIR.
         env["TMPDIR"] = short
-    # Compiled kernels are shared by all tests of this user (not per sandbox): inductor and
-    # triton key their caches by source, torch version and device, and write atomically.
+    # Compiled kernels are shared by all tests of this user, per torch build and compiler, in
+    # folders only this user can use (tools/runner/shared_caches.py).
     # Bytecode is read-only to tests (tools/runner/bytecode.py).
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", f"{SHARED_CACHE}/inductor")
-    env.setdefault("TRITON_CACHE_DIR", f"{SHARED_CACHE}/triton")
+    shared_caches.configure(env)
     bytecode.configure(env, bytecode.precompiled_prefix(env))
     return args
 

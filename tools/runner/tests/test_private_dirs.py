@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from tools.runner import private_dirs, vec_isa_memo
+from tools.runner import kernel_cache, private_dirs, shared_caches, vec_isa_memo
 
 NOBODY = 65534
 
@@ -106,3 +106,25 @@ def test_forged_vec_isa_passes_in_another_users_folder_are_never_read(tmp_path, 
     monkeypatch.setenv("TORCH_TEST_VEC_ISA_MEMO", str(forged))
     with pytest.raises(private_dirs.NotPrivate):
         vec_isa_memo.ensure_private()
+
+
+def test_the_runner_refuses_a_kernel_cache_folder_others_made(tmp_path, monkeypatch):
+    forged = tmp_path / "kernels"
+    forged.mkdir(mode=0o777)
+    forged.chmod(0o777)
+    _foreign(forged, monkeypatch)
+    monkeypatch.setattr(kernel_cache, "ROOT", forged)
+    env = {"PATH": os.environ["PATH"], "TORCH_TEST_VEC_ISA_MEMO": str(tmp_path / "memo")}
+    with pytest.raises(SystemExit, match=f"torch_test: refusing the cache folder {forged}"):
+        shared_caches.configure(env)
+    assert "TORCHINDUCTOR_CACHE_DIR" not in env
+
+
+def test_the_runner_refuses_a_vec_isa_memo_folder_others_made(tmp_path, monkeypatch):
+    forged = tmp_path / "memo"
+    forged.mkdir(mode=0o700)
+    monkeypatch.setattr(kernel_cache, "ROOT", tmp_path / "kernels")
+    forged.chmod(0o777)
+    env = {"PATH": os.environ["PATH"], "TORCH_TEST_VEC_ISA_MEMO": str(forged)}
+    with pytest.raises(SystemExit, match=f"refusing the cache folder {forged}"):
+        shared_caches.configure(env)
