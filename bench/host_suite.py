@@ -72,7 +72,7 @@ from tools.hardware import envvars  # noqa: E402
 from tools.hardware.probe import host_gpu_count  # noqa: E402
 from tools.hardware.table import table  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
-from tools.runner import pytest_runner  # noqa: E402
+from tools.runner import private_dirs, pytest_runner  # noqa: E402
 
 RESULTS = pathlib.Path(os.environ.get("RESULTS_DIR", ROOT / "bench" / "results"))
 BAZEL = str(ROOT / "tools" / "bazel")
@@ -101,6 +101,7 @@ def timed(cmd, **kwargs):
 
 def cold_kernel_cache() -> None:
     shutil.rmtree(KERNEL_CACHE, ignore_errors=True)
+    private_dirs.ensure(KERNEL_CACHE)  # as the runner makes it: private, or tests refuse it
 
 
 def bazel(command: str, *args):

@@ -11,7 +11,7 @@ import pathlib
 import subprocess
 
 from tools.hardware import envvars, table
-from tools.runner import bytecode
+from tools.runner import bytecode, private_dirs
 
 ENVVARS_BZL = table.ROOT / "tools" / "hardware" / "envvars.bzl"
 # Bazel's tests never see these (its strict action environment passes neither), so inductor
@@ -44,7 +44,10 @@ def plain_pytest_env(
     env.update(
         {envvars.VARIANT: variant, "PYTHONPATH": pythonpath, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     )
-    kernels = kernels or caches
+    # In /tmp beside the runner's kernel caches, and as private (bytecode and kernels are
+    # loaded as they are found).
+    kernels = private_dirs.ensure(kernels or caches)
+    private_dirs.ensure(caches)
     env.update(
         TORCHINDUCTOR_CACHE_DIR=str(kernels / "inductor"), TRITON_CACHE_DIR=str(kernels / "triton")
     )
