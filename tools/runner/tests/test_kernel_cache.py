@@ -11,8 +11,6 @@ import os
 import pathlib
 import sys
 
-import pytest
-
 from tools.runner import kernel_cache
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
@@ -35,15 +33,23 @@ def _site_of_torch() -> str:
 
 
 class _Runs:
-    """The runner on one test file and one kernel cache, torch reached through `sandbox`."""
+    """The runner on one test file and one kernel cache, torch reached through `sandbox`, the
+    compiler a wrapper of g++ given as CXX."""
 
     def __init__(self, tmp_path: pathlib.Path):
         self.tmp_path = tmp_path
         self.test_file = write_tests(tmp_path, COMPILES_ON_THE_CPU)
         self.kernels = tmp_path / "kernels"
         self.site = _site_of_torch()
+        self.compiler = tmp_path / "cxx" / "g++-wrapper"
+        self.compiler.parent.mkdir()
+        self.set_compiler("the first compiler")
 
-    def run(self, sandbox: str, **extra) -> list[str]:
+    def set_compiler(self, note: str) -> None:
+        self.compiler.write_text(WRAPPER.format(note=note))
+        self.compiler.chmod(0o755)
+
+    def run(self, sandbox: str) -> list[str]:
         """Runs the test; returns the kernel libraries the cache gained."""
         link = self.tmp_path / sandbox / "site"
         if not link.exists():
@@ -55,7 +61,7 @@ class _Runs:
             TORCHINDUCTOR_CACHE_DIR=self.kernels / "inductor",
             TRITON_CACHE_DIR=self.kernels / "triton",
             TORCH_TEST_VEC_ISA_MEMO=self.tmp_path / "memo",
-            **extra,
+            CXX=self.compiler,
         )
         # First on the path, as the runfiles' site folder is in a test.
         env["PYTHONPATH"] = os.pathsep.join([str(link), env["PYTHONPATH"]])
@@ -67,25 +73,14 @@ class _Runs:
         return [str(p) for p in self.kernels.rglob("*.so")]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return _Runs(tmp_path_factory.mktemp("kernel_cache"))
-
-
-def test_a_second_run_from_another_sandbox_compiles_nothing(runs):
+def test_a_second_run_compiles_nothing_unless_the_compiler_changed(tmp_path):
+    runs = _Runs(tmp_path)
     assert runs.run("sandbox_1"), "the first run compiled no kernel: nothing is checked"
-    assert runs.run("sandbox_2") == []
-
-
-def test_a_compiler_changed_in_place_compiles_anew(runs):
-    wrapper = runs.tmp_path / "cxx" / "g++-wrapper"
-    wrapper.parent.mkdir()
-    wrapper.write_text(WRAPPER.format(note="first"))
-    wrapper.chmod(0o755)
-    assert runs.run("sandbox_3", CXX=wrapper)
-    # Same path, same torch path: only the compiler's content tells the two apart.
-    wrapper.write_text(WRAPPER.format(note="second, another compiler"))
-    assert runs.run("sandbox_3", CXX=wrapper)
+    assert runs.run("sandbox_2") == [], "another sandbox's run compiled the same kernels again"
+    # Same compiler path, same torch path as the run before: only the compiler's content
+    # tells the two apart.
+    runs.set_compiler("another compiler at the same path")
+    assert runs.run("sandbox_2"), "kernels of another compiler were reused"
 
 
 def _fake_torch(root: pathlib.Path) -> pathlib.Path:
