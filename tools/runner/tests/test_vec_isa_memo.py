@@ -153,7 +153,7 @@ STALE_PASS = """
     avx2._arch_flags += " -mtorch-test-no-such-flag"
     if sys.argv[2] == "kept":
         facts = vec_isa_memo.probe_facts(avx2, cpu_vec_isa.VecISA._avx_code)
-        memo.mkdir()
+        memo.mkdir(mode=0o700)  # as the memo makes it (tools/runner/private_dirs.py)
         (memo / vec_isa_memo.digest(facts)).write_text("")
     os.environ["ATEN_CPU_CAPABILITY"] = "avx2"
     compiled = torch.compile(lambda x: (x + 1).cos().sum(), backend="inductor")
