@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import plain_env  # noqa: E402
 from tools.results import bep, junit, runner_log  # noqa: E402
-from tools.runner.pytest_runner import SHARED_CACHE  # noqa: E402
+from tools.runner.process.kernel_cache import ROOT as SHARED_CACHE  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 BAZEL = str(ROOT / "tools" / "bazel")

@@ -80,11 +80,11 @@ from tools.hardware import envvars  # noqa: E402
 from tools.hardware.probe import host_gpu_count  # noqa: E402
 from tools.hardware.table import table  # noqa: E402
 from tools.results import bep, junit  # noqa: E402
-from tools.runner import pytest_runner  # noqa: E402
+from tools.runner.process import kernel_cache, private_dirs  # noqa: E402
 
 RESULTS = pathlib.Path(os.environ.get("RESULTS_DIR", ROOT / "bench" / "results"))
 BAZEL = str(ROOT / "tools" / "bazel")
-KERNEL_CACHE = pathlib.Path(pytest_runner.SHARED_CACHE)
+KERNEL_CACHE = pathlib.Path(kernel_cache.ROOT)
 TARGETS = os.environ.get("HOST_SUITE_TARGETS", "//dynamo_tests/... //distributed_tests/...").split()
 STARTUP = os.environ.get("BAZEL_STARTUP", "").split()
 VARIANT_GPUS = {name: spec["gpus"] for name, spec in table()["VARIANTS"].items()}
@@ -109,6 +109,7 @@ def timed(cmd, **kwargs):
 
 def cold_kernel_cache() -> None:
     shutil.rmtree(KERNEL_CACHE, ignore_errors=True)
+    private_dirs.ensure(KERNEL_CACHE)  # as the runner makes it: private, or tests refuse it
 
 
 def bazel(command: str, *args):

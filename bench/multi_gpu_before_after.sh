@@ -43,9 +43,9 @@ flags=(--test_tag_filters="${TAG_FILTERS:-multi_gpu}" --build_tests_only --test_
 for var in NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS; do
   flags+=(--test_env="$var" --action_env="$var")
 done
-# The runner's kernel caches (tools/runner/pytest_runner.py SHARED_CACHE); the vector-ISA memo
+# The runner's kernel caches (tools/runner/process/kernel_cache.py ROOT); the vector-ISA memo
 # is the host's and stays, as on any host that has run a test.
-kernels="/tmp/torch_tests_kernel_cache_$(id -u)"
+kernels="/tmp/torch_tests_kernels_$(id -u)"
 
 setup() {
   if [[ -n ${WHEELS:-} ]]; then

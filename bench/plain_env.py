@@ -12,6 +12,7 @@ import subprocess
 
 from tools.hardware import envvars, table
 from tools.runner import bytecode
+from tools.runner.process import private_dirs
 
 # Bazel's tests never see these (its strict action environment passes neither), so inductor
 # builds their kernels, and probes its vector ISAs, with the `g++` on PATH: plain pytest must
@@ -43,7 +44,10 @@ def plain_pytest_env(
     env.update(
         {envvars.VARIANT: variant, "PYTHONPATH": pythonpath, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     )
-    kernels = kernels or caches
+    # In /tmp beside the runner's kernel caches, and as private (bytecode and kernels are
+    # loaded as they are found).
+    kernels = private_dirs.ensure(kernels or caches)
+    private_dirs.ensure(caches)
     env.update(
         TORCHINDUCTOR_CACHE_DIR=str(kernels / "inductor"), TRITON_CACHE_DIR=str(kernels / "triton")
     )

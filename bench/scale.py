@@ -17,6 +17,10 @@ and prints ratios and each target's fixed cost, split from its logs:
   runner + start      the runner's wall minus its test cases: interpreter start, imports
                       (torch), collection, the runner's own work (lease, ledger, child process)
   cases               the test cases' own seconds (a file's first compile included)
+With --breakdown, one target's fixed cost split by process, as CPU and wall seconds (median
+of 3) of: the interpreter's start, pytest's and torch's imports, pytest with the plugin on one
+test without torch (one process), the runner on it (two processes), the runner on one test that
+imports torch; CPU seconds hold where other work shares the cores.
 With --analysis, loading+analysis wall (`build --nobuild` after a fresh generate) at each N;
 with --noop also a warm no-op `tools/bazel test` at each N after one run of every target (use
 --shape trivial for large N on few cores: it measures Bazel, not torch).
@@ -33,9 +37,12 @@ Results: RESULTS_DIR/scale.md (default bench/results).
 import argparse
 import os
 import pathlib
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -43,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import host_suite, plain_env  # noqa: E402
 from tools.results import bep, junit, runner_log  # noqa: E402
+from tools.runner import pytest_runner  # noqa: E402
 
 PACKAGE = "bench/_scale"
 OUT = ROOT / PACKAGE
@@ -219,6 +227,57 @@ def compare(python: str, shape: str, n: int, cores: int, serial: bool) -> list[s
     ]
 
 
+def _cpu_and_wall(cmd: list[str], env: dict, cwd: pathlib.Path) -> tuple[float, float]:
+    def cpu() -> float:
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return used.ru_utime + used.ru_stime
+
+    before, start = cpu(), time.monotonic()
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    wall, used = time.monotonic() - start, cpu() - before
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return used, wall
+
+
+def breakdown(python: str, rounds: int = 3) -> list[str]:
+    """One target's fixed cost by process: what each step adds, outside Bazel."""
+    work = pathlib.Path(tempfile.mkdtemp(prefix="scale_breakdown_"))
+    (work / "test_plain.py").write_text(TRIVIAL.format(k=2, k1=3))
+    (work / "test_torch.py").write_text(IMPORT.format(k=2))
+    env = pytest_env(python)
+    # The runner as a test action: Bazel's protocol variables, its own temporary folder.
+    env.update(TEST_TMPDIR=str(work), TEST_SRCDIR=str(work), TEST_TARGET="//bench:breakdown")
+    plugin = ["-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider", "-q"]
+    runner = [python, pytest_runner.__file__]
+    steps = {
+        "interpreter start (`python -c pass`)": [python, "-c", "pass"],
+        "`import pytest`": [python, "-c", "import pytest"],
+        "`import torch`": [python, "-c", "import torch"],
+        "pytest + plugin, 1 test, no torch (1 process)": [
+            python,
+            "-m",
+            "pytest",
+            *plugin,
+            "test_plain.py",
+        ],
+        "runner, 1 test, no torch (2 processes)": [*runner, "test_plain.py"],
+        "runner, 1 test importing torch (2 processes)": [*runner, "test_torch.py"],
+    }
+    samples = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, cmd in steps.items():
+            samples[name].append(_cpu_and_wall(cmd, env, work))
+    shutil.rmtree(work, ignore_errors=True)
+    rows = ["## One target's fixed cost by process", "", "| step | CPU s | wall s |"]
+    rows.append("| --- | ---: | ---: |")
+    for name, values in samples.items():
+        cpu = statistics.median(v[0] for v in values)
+        wall = statistics.median(v[1] for v in values)
+        rows.append(f"| {name} | {cpu:.2f} | {wall:.2f} |")
+    return rows + ["", f"- median of {rounds}; load average {os.getloadavg()[0]:.1f} after", ""]
+
+
 def analysis(shape: str, sizes: list[int], noop: bool) -> list[str]:
     rows = [
         "## Analysis and warm no-op",
@@ -250,6 +309,7 @@ def main() -> int:
     parser.add_argument("--noop", action="store_true", help="also time a warm no-op at each N")
     parser.add_argument("--no-compare", action="store_true", help="only the analysis table")
     parser.add_argument("--no-serial", action="store_true", help="skip serial pytest (slow)")
+    parser.add_argument("--breakdown", action="store_true", help="one target's cost by process")
     options = parser.parse_args()
     python = os.environ.get("TORCH_TEST_PYTHON")
     if not python:
@@ -259,6 +319,8 @@ def main() -> int:
     cores = os.cpu_count() or 1
     lines = [f"# bench/scale.py on {cores} cores, python {python}", ""]
     try:
+        if options.breakdown:
+            lines += breakdown(python)
         if not options.no_compare:
             lines += compare(python, options.shape, options.n, cores, not options.no_serial)
         if options.analysis:

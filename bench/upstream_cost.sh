@@ -3,21 +3,36 @@
 #   pytest     python -m pytest FILE (the repository's conftest loads the variant plugin)
 #   bazel      tools/bazel test TARGET, uncached (--nocache_test_results), server already up
 # one fresh run each per round, on the cpu variant. Writes RESULTS_DIR/upstream_cost.tsv.
-# Usage: bench/upstream_cost.sh [NAME] [ROUNDS]
-#   NAME: a fixture of //upstream_style_tests (default test_upstream_device_type), ROUNDS 3.
+# Kernel caches stay as they are between rounds (each side its own, warm after round 1), as
+# between a user's runs: a file that compiles with inductor shows whether its kernels are reused.
+# Usage: bench/upstream_cost.sh [NAME | PACKAGE:NAME] [ROUNDS] [FILTER]
+#   NAME: a fixture of //upstream_style_tests (default test_upstream_device_type), or any
+#   torch_test of PACKAGE whose source is PACKAGE/NAME.py (e.g. distributed_tests:
+#   test_dynamo_distributed, which compiles with inductor); ROUNDS 3; FILTER a pytest -k
+#   expression, passed to Bazel as --test_filter (e.g. test_call_method_forward).
 # Interpreter: $TORCH_TEST_PYTHON (host-interpreter mode for both), else the lock's @pypi
 # for Bazel and python3 for pytest (which then needs torch and expecttest installed).
 source "$(dirname "$0")/lib.sh"
-name="${1:-test_upstream_device_type}"
+spec="${1:-test_upstream_device_type}"
 rounds="${2:-3}"
+filter="${3:-}"
+[[ $spec == *:* ]] || spec="upstream_style_tests:${spec}"
+package="${spec%%:*}"
+name="${spec#*:}"
 python="${TORCH_TEST_PYTHON:-$(command -v python3)}"
 RESULTS_FILE="${RESULTS_DIR}/upstream_cost.tsv"
 : >"$RESULTS_FILE"
-target="//upstream_style_tests:${name}"
+target="//${package}:${name}"
+pytest_filter=()
+bazel_filter=()
+if [[ -n $filter ]]; then
+  pytest_filter=(-k "$filter")
+  bazel_filter=("--test_filter=${filter}")
+fi
 "$BAZEL" build "$target" >/dev/null 2>&1 # fetch and runfiles outside the rows
 table_row round pytest_s bazel_s
 for round in $(seq "$rounds"); do
-  plain=$(wall_seconds "$python" -m pytest -q -p no:cacheprovider "upstream_style_tests/${name}.py")
-  bazel=$(wall_seconds "$BAZEL" test --nocache_test_results "$target")
+  plain=$(wall_seconds "$python" -m pytest -q -p no:cacheprovider "${pytest_filter[@]}" "${package}/${name}.py")
+  bazel=$(wall_seconds "$BAZEL" test --nocache_test_results "${bazel_filter[@]}" "$target")
   table_row "$round" "$plain" "$bazel"
 done

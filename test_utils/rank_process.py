@@ -25,7 +25,14 @@ import unittest
 import torch
 import torch.distributed as dist
 
-from tools.runner.process import gpu_peak, lifetime, memory_cap, process_env, vec_isa_memo
+from tools.runner.process import (
+    gpu_peak,
+    kernel_cache,
+    lifetime,
+    memory_cap,
+    process_env,
+    vec_isa_memo,
+)
 from tools.runner.session import call_results
 
 
@@ -58,6 +65,7 @@ def main(spec: RankSpec) -> None:
     _arm_stack_dump(spec.stack_path)
     _adopt_environment(spec)
     vec_isa_memo.watch()
+    kernel_cache.watch()
     call_results.install_unittest()  # a rank's test method that returns a value fails too
     try:
         memory_cap.cap_gpu_memory()

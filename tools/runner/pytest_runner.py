@@ -56,10 +56,9 @@ from tools.runner import (
     gpu_share,
     private_tmp,
     refused_options,
+    shared_caches,
 )
 from tools.runner.session import child, collection_record
-
-SHARED_CACHE = f"/tmp/torch_tests_kernel_cache_{os.getuid()}"
 
 
 def _configure_dirs(env, short: str) -> list[str]:
@@ -71,11 +70,10 @@ def _configure_dirs(env, short: str) -> list[str]:
         # TEST_TMPDIR is too long for AF_UNIX socket paths (108 bytes), which multiprocessing
         # and gloo create under TMPDIR.
         env["TMPDIR"] = short
-    # Compiled kernels are shared by all tests of this user (not per sandbox): inductor and
-    # triton key their caches by source, torch version and device, and write atomically.
+    # Compiled kernels are shared by all tests of this user, per torch build and compiler, in
+    # folders only this user can use (tools/runner/shared_caches.py).
     # Bytecode is read-only to tests (tools/runner/bytecode.py).
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", f"{SHARED_CACHE}/inductor")
-    env.setdefault("TRITON_CACHE_DIR", f"{SHARED_CACHE}/triton")
+    shared_caches.configure(env)
     bytecode.configure(env, bytecode.precompiled_prefix(env))
     return args
 

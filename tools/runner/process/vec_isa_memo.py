@@ -16,7 +16,8 @@ or timed out is checked again by the next process, as torch would.
 A kept pass that no longer holds cannot pass a test: inductor then builds kernels with flags
 the compiler or the CPU rejects, and the test fails (a compile error or an illegal instruction).
 Where a fact of the key cannot be read (another torch's internals) or the folder cannot be
-written, the check is torch's own.
+written, the check is torch's own; so it is where the folder is not this user's alone
+(tools/runner/process/private_dirs.py): its entries are never read, and the summary line says why.
 
 TORCH_TEST_VEC_ISA_MEMO: the folder (default below); "off": torch's own check in every process.
 watch() (the test plugin, the rank processes) patches inductor when its module is imported, so
@@ -27,27 +28,27 @@ import contextlib
 import fcntl
 import functools
 import hashlib
-import importlib.abc
-import importlib.util
 import json
 import os
 import pathlib
 import platform
-import shutil
 import sys
 
 from tools.hardware import envvars
+from tools.runner.process import build_identity, on_import, private_dirs
 
 MODULE = "torch._inductor.cpu_vec_isa"
 OFF = "off"
-# Beside the kernel caches (tools/runner/pytest_runner.py), but kept when those are emptied:
-# the answer is the host's, not a kernel's.
-DEFAULT_DIR = f"/tmp/torch_tests_vec_isa_{os.getuid()}"
+# Beside the kernel caches (tools/runner/process/kernel_cache.py), but kept when those are emptied:
+# the answer is the host's, not a kernel's. Private (tools/runner/process/private_dirs.py); the name
+# changed when that rule came, so folders made before it are never read.
+DEFAULT_DIR = f"/tmp/torch_tests_vec_isa_memo_{os.getuid()}"
 _PATCHED = "_torch_test_vec_isa_memo"
 
 # This process's probes: answered from the memo, or checked by torch.
 taken: list[str] = []
 checked: list[str] = []
+refused: list[str] = []
 
 
 def folder(env=os.environ) -> pathlib.Path | None:
@@ -55,38 +56,19 @@ def folder(env=os.environ) -> pathlib.Path | None:
     return None if value == OFF else pathlib.Path(value)
 
 
+def ensure_private(env=os.environ) -> None:
+    """Creates the folder private, or raises private_dirs.NotPrivate (the runner's check, which
+    fails the target up front instead of falling back to torch's check in every process)."""
+    where = folder(env)
+    if where is not None:
+        private_dirs.ensure(where)
+
+
 def watch(env=os.environ) -> None:
     """Patches inductor's check now if it is imported, else when it is."""
     where = folder(env)
-    if where is None:
-        return
-    module = sys.modules.get(MODULE)
-    if module is not None:
-        install(module, where)
-    elif not any(isinstance(finder, _OnImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _OnImport(where))
-
-
-class _OnImport(importlib.abc.MetaPathFinder):
-    """Finds inductor's module as the other finders do, and installs the memo once it runs."""
-
-    def __init__(self, where: pathlib.Path):
-        self.where = where
-
-    def find_spec(self, name, path=None, target=None):
-        if name != MODULE:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None:
-            run_module = spec.loader.exec_module
-
-            def exec_module(module):
-                run_module(module)
-                install(module, self.where)
-
-            spec.loader.exec_module = exec_module
-        return spec
+    if where is not None:
+        on_import.when_imported(MODULE, install, where)
 
 
 def install(module, where: pathlib.Path) -> None:
@@ -106,11 +88,18 @@ def install(module, where: pathlib.Path) -> None:
 def memoized(where: pathlib.Path, isa, code: str, check) -> bool:
     """`check()`'s answer for this probe: a kept pass, or the check's (kept if it passed)."""
     try:
+        private_dirs.ensure(where)
+    except private_dirs.NotPrivate as error:
+        _refused_once(str(error))
+        checked.append(str(isa))
+        return check()
+    except OSError:  # cannot be made: torch's own check
+        return check()
+    try:
         facts = probe_facts(isa, code)
-        passed = where / digest(facts)
-        where.mkdir(parents=True, exist_ok=True)
     except Exception:  # noqa: BLE001 - any missing fact means torch's own check
         return check()
+    passed = where / digest(facts)
     if passed.exists():
         taken.append(str(isa))
         return True
@@ -125,6 +114,12 @@ def memoized(where: pathlib.Path, isa, code: str, check) -> bool:
     return ok
 
 
+def _refused_once(message: str) -> None:
+    # Said once, after the tests (summary): torch's own check answers meanwhile.
+    if message not in refused:
+        refused.append(message)
+
+
 def probe_facts(isa, code: str) -> dict:
     """Everything a probe's answer depends on."""
     import torch
@@ -133,7 +128,7 @@ def probe_facts(isa, code: str) -> dict:
     return {
         "torch": [torch.__version__, torch.version.git_version, os.path.realpath(torch.__file__)],
         "python": os.path.realpath(sys.executable),
-        "compiler": _file_identity(cpp_builder.get_cpp_compiler()),
+        "compiler": build_identity.program_identity(cpp_builder.get_cpp_compiler()),
         "host": [platform.release(), platform.machine(), _cpu_flags()],
         "probe": [
             type(isa).__name__,
@@ -153,13 +148,8 @@ def summary() -> str | None:
     """One log line: where this process's probe answers came from."""
     if not taken and not checked:
         return None
-    return f"torch_test vec-isa probes: {len(taken)} kept in {folder()}, {len(checked)} checked"
-
-
-def _file_identity(name: str) -> list:
-    real = os.path.realpath(shutil.which(name) or name)
-    stat = os.stat(real)
-    return [real, stat.st_size, stat.st_mtime_ns]
+    line = f"torch_test vec-isa probes: {len(taken)} kept in {folder()}, {len(checked)} checked"
+    return "\n".join([line, *(f"torch_test vec-isa memo: {why}" for why in refused)])
 
 
 def _cpu_flags() -> str:

@@ -19,7 +19,8 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
   accepts exactly those skips.
 - A variant whose hardware is missing fails the whole run ("needs 2 GPUs, found 0").
 - A process sharing GPUs with other tests (a lease of part of each GPU) caps its memory.
-- Inductor's CPU vector-ISA probes are kept per host (tools/runner/process/vec_isa_memo.py).
+- Inductor's CPU vector-ISA probes are kept per host (tools/runner/process/vec_isa_memo.py),
+  and its kernels are keyed without the sandbox's path (tools/runner/process/kernel_cache.py).
 - A skipped test fails the run: a skip hides missing hardware or packages, which must be
   declared with markers (Bazel then schedules or skips the whole target) instead, or, for
   tests from elsewhere, in the target's expectations file. tools.runner.session.outcome_audit judges
@@ -32,7 +33,7 @@ import sys
 import pytest
 
 from tools.hardware import envvars, probe, variants
-from tools.runner.process import memory_cap, vec_isa_memo
+from tools.runner.process import kernel_cache, memory_cap, vec_isa_memo
 from tools.runner.session import (
     call_results,
     expectations,
@@ -179,6 +180,7 @@ def pytest_configure(config):
     call_results.install_unittest()
     memory_cap.cap_gpu_memory()
     vec_isa_memo.watch()
+    kernel_cache.watch()
 
 
 def pytest_unconfigure(config):

@@ -19,7 +19,7 @@ import types
 import pytest
 
 from tools.hardware import envvars
-from tools.runner.process import vec_isa_memo
+from tools.runner.process import on_import, vec_isa_memo
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
 
@@ -112,7 +112,7 @@ def test_an_unwritable_folder_leaves_every_check_to_torch(tmp_path):
 def test_off_patches_nothing(monkeypatch):
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     vec_isa_memo.watch({envvars.VEC_ISA_MEMO: vec_isa_memo.OFF})
-    assert not [f for f in sys.meta_path if isinstance(f, vec_isa_memo._OnImport)]
+    assert not on_import.pending(vec_isa_memo.MODULE)
     assert vec_isa_memo.folder({}) == vec_isa_memo.pathlib.Path(vec_isa_memo.DEFAULT_DIR)
 
 
@@ -160,7 +160,7 @@ STALE_PASS = """
     import pathlib, sys
     import torch
     from torch._inductor import cpu_vec_isa
-    from tools.runner.process import vec_isa_memo
+    from tools.runner.process import on_import, vec_isa_memo
 
     memo = pathlib.Path(sys.argv[1])
     vec_isa_memo.install(cpu_vec_isa, memo)
@@ -169,7 +169,7 @@ STALE_PASS = """
     avx2._arch_flags += " -mtorch-test-no-such-flag"
     if sys.argv[2] == "kept":
         facts = vec_isa_memo.probe_facts(avx2, cpu_vec_isa.VecISA._avx_code)
-        memo.mkdir()
+        memo.mkdir(mode=0o700)  # as the memo makes it (tools/runner/process/private_dirs.py)
         (memo / vec_isa_memo.digest(facts)).write_text("")
     compiled = torch.compile(lambda x: (x + 1).cos().sum(), backend="inductor")
     x = torch.randn(64)

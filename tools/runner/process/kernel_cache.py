@@ -1,0 +1,117 @@
+"""Inductor's compiled kernels, shared by every test of this user across targets and runs.
+
+Why kernels were compiled again in every target and every run: inductor keys a C++ kernel by
+its source and its compile command (codecache.write), and the command names torch's include and
+library folders by the path torch was imported from. Under Bazel that path lies in the test's
+runfiles inside its sandbox (/dev/shm/.../linux-sandbox/<N>/execroot/...), a new <N> for every
+test action, so the same kernel got a new key in each target and each run.
+
+Here each test process (watch(): the test plugin, the rank processes) computes that key with
+the torch folder's path replaced by the identity of the torch build found there and the
+compiler's identity added (build_identity.py): a kernel is reused when torch would
+reuse it in one process (same source, same flags, same torch, same compiler), and never across
+torch builds or compilers. Only the key changes; the compile uses the real paths.
+
+Folders: the runner points TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR (unless set) at
+ROOT/<digest of the torch build and the compiler on PATH>/, so processes this patch does not
+reach (ranks started by torch's own launchers, whose keys still hold their sandbox's path)
+never meet another build's kernels either, even where sandbox paths repeat. ROOT is private to
+its user (tools/runner/process/private_dirs.py): a folder others made or may use is refused.
+"""
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import pathlib
+
+from tools.runner.process import build_identity, on_import, private_dirs
+
+ROOT = pathlib.Path(f"/tmp/torch_tests_kernels_{os.getuid()}")
+MODULE = "torch._inductor.codecache"
+_PATCHED = "_torch_test_kernel_cache"
+
+
+def configure(env) -> None:
+    """Points inductor's and triton's caches (unless set) at this build's folder under ROOT;
+    raises private_dirs.NotPrivate if ROOT is not this user's alone."""
+    if "TORCHINDUCTOR_CACHE_DIR" in env and "TRITON_CACHE_DIR" in env:
+        return
+    build = private_dirs.ensure(ROOT) / build_digest(env)
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(build / "inductor"))
+    env.setdefault("TRITON_CACHE_DIR", str(build / "triton"))
+
+
+def build_digest(env) -> str:
+    """The torch build this interpreter imports (found, not imported) and the compiler that
+    inductor runs by default (CXX, else g++ on the test's PATH)."""
+    spec = importlib.util.find_spec("torch")
+    torch_dir = os.path.dirname(spec.origin) if spec and spec.origin else None
+    facts = {
+        "torch": build_identity.torch_identity(torch_dir) if torch_dir else None,
+        "compiler": _compiler_or_none(env.get("CXX", "g++"), env.get("PATH")),
+    }
+    return _digest(facts)
+
+
+def watch() -> None:
+    """Patches inductor's kernel keys now if its code cache is imported, else when it is."""
+    on_import.when_imported(MODULE, install)
+
+
+def install(codecache) -> None:
+    original = codecache.write
+    if getattr(original, _PATCHED, False):
+        return
+
+    @functools.wraps(original)
+    def write(content, extension, extra="", *args, **kwargs):
+        return original(content, extension, sandbox_free(extra), *args, **kwargs)
+
+    setattr(write, _PATCHED, True)
+    codecache.write = write
+
+
+def sandbox_free(extra: str) -> str:
+    """A key's extra text with this process's torch folder replaced by its build's identity,
+    and the compiler's identity added; any other text unchanged."""
+    torch_dir = _torch_dir()
+    if not extra or not isinstance(extra, str) or torch_dir not in extra:
+        return extra  # not a compile command of torch's
+    return f"{extra.replace(torch_dir, f'<torch {_torch_digest()}>')} <cxx {_compiler_digest()}>"
+
+
+@functools.cache
+def _torch_dir() -> str:
+    import torch
+
+    # As torch.utils.cpp_extension computes the folder it puts on the command line.
+    return os.path.dirname(os.path.abspath(torch.__file__))
+
+
+@functools.cache
+def _torch_digest() -> str:
+    return _digest(build_identity.torch_identity(_torch_dir()))
+
+
+def _compiler_digest() -> str:
+    from torch._inductor import cpp_builder
+
+    return _compiler_digest_of(cpp_builder.get_cpp_compiler())
+
+
+@functools.cache
+def _compiler_digest_of(compiler: str) -> str:
+    return _digest(build_identity.program_identity(compiler))
+
+
+def _compiler_or_none(name: str, search: str | None):
+    try:
+        return build_identity.program_identity(name, search)
+    except OSError:
+        return None  # no compiler: nothing compiles
+
+
+def _digest(facts) -> str:
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,118 @@
+"""Inductor's kernels shared across targets and runs (tools/runner/process/kernel_cache.py).
+
+The runner runs a test that compiles a CPU kernel with inductor, each time with torch imported
+through another path to the same files, as each Bazel sandbox gives it (…/linux-sandbox/<N>/…):
+the second run compiles nothing. A compiler that changed at the same path (CXX, a wrapper
+script edited) compiles anew. That another torch build never shares a key or a folder is
+checked on stand-in torch folders, whose libraries change.
+"""
+
+import os
+import pathlib
+import sys
+
+from tools.runner.process import kernel_cache
+from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
+
+COMPILES_ON_THE_CPU = """
+    import torch
+
+    def test_compiles():
+        compiled = torch.compile(lambda x: (x * 3).cos().sum(), backend="inductor")
+        x = torch.randn(32)
+        torch.testing.assert_close(compiled(x), (x * 3).cos().sum())
+"""
+
+WRAPPER = '#!/bin/sh\n# {note}\nexec g++ "$@"\n'
+
+
+def _site_of_torch() -> str:
+    import torch
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))
+
+
+class _Runs:
+    """The runner on one test file and one kernel cache, torch reached through `sandbox`, the
+    compiler a wrapper of g++ given as CXX."""
+
+    def __init__(self, tmp_path: pathlib.Path):
+        self.tmp_path = tmp_path
+        self.test_file = write_tests(tmp_path, COMPILES_ON_THE_CPU)
+        self.kernels = tmp_path / "kernels"
+        self.site = _site_of_torch()
+        self.compiler = tmp_path / "cxx" / "g++-wrapper"
+        self.compiler.parent.mkdir()
+        self.set_compiler("the first compiler")
+
+    def set_compiler(self, note: str) -> None:
+        self.compiler.write_text(WRAPPER.format(note=note))
+        self.compiler.chmod(0o755)
+
+    def run(self, sandbox: str) -> list[str]:
+        """Runs the test; returns the kernel libraries the cache gained."""
+        link = self.tmp_path / sandbox / "site"
+        if not link.exists():
+            link.parent.mkdir()
+            link.symlink_to(self.site)
+        before = set(self.libraries())
+        env = bazel_env(
+            self.tmp_path,
+            TORCHINDUCTOR_CACHE_DIR=self.kernels / "inductor",
+            TRITON_CACHE_DIR=self.kernels / "triton",
+            TORCH_TEST_VEC_ISA_MEMO=self.tmp_path / "memo",
+            CXX=self.compiler,
+        )
+        # First on the path, as the runfiles' site folder is in a test.
+        env["PYTHONPATH"] = os.pathsep.join([str(link), env["PYTHONPATH"]])
+        result = run_runner(self.test_file, env, timeout=300)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        return sorted(set(self.libraries()) - before)
+
+    def libraries(self) -> list[str]:
+        return [str(p) for p in self.kernels.rglob("*.so")]
+
+
+def test_a_second_run_compiles_nothing_unless_the_compiler_changed(tmp_path):
+    runs = _Runs(tmp_path)
+    assert runs.run("sandbox_1"), "the first run compiled no kernel: nothing is checked"
+    assert runs.run("sandbox_2") == [], "another sandbox's run compiled the same kernels again"
+    # Same compiler path, same torch path as the run before: only the compiler's content
+    # tells the two apart.
+    runs.set_compiler("another compiler at the same path")
+    assert runs.run("sandbox_2"), "kernels of another compiler were reused"
+
+
+def _fake_torch(root: pathlib.Path) -> pathlib.Path:
+    torch_dir = root / "torch"
+    (torch_dir / "lib").mkdir(parents=True)
+    (torch_dir / "__init__.py").write_text("")
+    (torch_dir / "version.py").write_text("__version__ = '0.0'\n")
+    (torch_dir / "lib" / "libtorch_cpu.so").write_bytes(b"one build")
+    return torch_dir
+
+
+def test_another_torch_build_gets_another_key_and_folder(tmp_path, monkeypatch):
+    torch_dir = _fake_torch(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(kernel_cache, "_torch_dir", lambda: str(torch_dir))
+    monkeypatch.setattr(kernel_cache, "_compiler_digest", lambda: "cxx")
+    command = f"g++ i -I{torch_dir}/include -o o.so -L{torch_dir}/lib"
+    env = {"PATH": os.environ["PATH"]}
+
+    def key_and_folder():
+        kernel_cache._torch_digest.cache_clear()
+        return kernel_cache.sandbox_free(command), kernel_cache.build_digest(env)
+
+    first = key_and_folder()
+    assert str(torch_dir) not in first[0]
+    (torch_dir / "lib" / "libtorch_cpu.so").write_bytes(b"another build")
+    second = key_and_folder()
+    assert first[0] != second[0] and first[1] != second[1]
+
+
+def test_text_without_torch_folder_is_left_as_it_is(monkeypatch):
+    monkeypatch.setattr(kernel_cache, "_torch_dir", lambda: "/sandbox/site/torch")
+    assert kernel_cache.sandbox_free("") == ""
+    assert kernel_cache.sandbox_free("-O3 -march=native") == "-O3 -march=native"
