@@ -31,6 +31,7 @@ RUNNER_ENV = {
 # tools/bazel and the gate.
 HOST_ENV = {
     "GPUS": "TORCH_TEST_GPUS",  # overrides the detected GPU count
+    "CPU_ONLY": "TORCH_TEST_CPU_ONLY",  # "1": CPU variants asked for (tools/bazel, --config=cpu)
     "PYTHON": "TORCH_TEST_PYTHON",  # host-interpreter mode: the tests' Python
     "LOCK": "TORCH_TEST_LOCK",  # another lock than the pinned one
     "LOCK_SHA256": "TORCH_TEST_LOCK_SHA256",  # its digest (tools/bazel)

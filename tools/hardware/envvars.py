@@ -35,6 +35,7 @@ NODE_IDS = "TORCH_TEST_NODE_IDS"  # JSON [node id]: run exactly these (the gate'
 VEC_ISA_MEMO = "TORCH_TEST_VEC_ISA_MEMO"  # inductor's ISA probes' memo, or "off" (vec_isa_memo.py)
 # Read by repository rules (envvars.bzl's HOST_ENV); the gate and bench/ set them.
 GPUS = "TORCH_TEST_GPUS"  # overrides the detected GPU count
+CPU_ONLY = "TORCH_TEST_CPU_ONLY"  # "1": CPU variants asked for (tools/bazel, --config=cpu)
 PYTHON = "TORCH_TEST_PYTHON"  # host-interpreter mode: the tests' Python
 LOCK = "TORCH_TEST_LOCK"  # another lock than the pinned one
 LOCK_SHA256 = "TORCH_TEST_LOCK_SHA256"  # its digest (tools/bazel)
