@@ -2,8 +2,9 @@
 
 main(spec) is every rank's entry point. In order: leave the parent's process group and die with
 the test process, send output to the rank's log, arm a SIGUSR1 stack dump, take the test
-process's environment, join the FileStore rendezvous, run the function, and report its return
-value (after its peak GPU memory, if it used CUDA), exception or skip to the parent over a pipe.
+process's environment, audit its opens as the test process's (tools/runner/read_audit.py), join
+the FileStore rendezvous, run the function, and report its return value (after its peak GPU
+memory, if it used CUDA), exception or skip to the parent over a pipe.
 It always ends with os._exit.
 """
 
@@ -26,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 from tools.hardware import memory_cap
-from tools.runner import gpu_peak, lifetime, process_env, vec_isa_memo
+from tools.runner import gpu_peak, lifetime, process_env, read_audit, vec_isa_memo
 
 
 @dataclasses.dataclass
@@ -57,6 +58,7 @@ def main(spec: RankSpec) -> None:
     _redirect_output(spec.log_path)
     _arm_stack_dump(spec.stack_path)
     _adopt_environment(spec)
+    read_audit.install()  # the test process's record, before the test's module is imported
     vec_isa_memo.watch()
     try:
         memory_cap.cap_gpu_memory()

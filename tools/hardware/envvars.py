@@ -32,6 +32,7 @@ SLOTS_PER_GPU = "TORCH_TEST_SLOTS_PER_GPU"  # overrides the GPU sharing policy
 START_METHOD = "TORCH_TEST_START_METHOD"  # rank processes: "forkserver" or "spawn"
 FORKSERVER = "TORCH_TEST_FORKSERVER"  # "1" while the ranks' forkserver starts (distributed.py)
 NODE_IDS = "TORCH_TEST_NODE_IDS"  # JSON [node id]: run exactly these (the gate's re-runs)
+READ_AUDIT = "TORCH_TEST_READ_AUDIT"  # where test processes record undeclared reads (read_audit.py)
 VEC_ISA_MEMO = "TORCH_TEST_VEC_ISA_MEMO"  # inductor's ISA probes' memo, or "off" (vec_isa_memo.py)
 # Read by repository rules (envvars.bzl's HOST_ENV); the gate and bench/ set them.
 GPUS = "TORCH_TEST_GPUS"  # overrides the detected GPU count

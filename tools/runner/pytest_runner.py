@@ -33,6 +33,8 @@ tools/runner/gpu_share.py decides from the target's recorded peak GPU memory.
 Outcomes: no test selected in the whole target fails; an empty shard of a non-empty target
 passes; pytest's "no tests collected" (exit 5) never becomes a pass; hardware the variant needs
 but the host lacks fails with a message (test_utils.pytest_plugin); an early exit fails.
+Inputs: a test process (or rank) that opens a file of the source tree its target does not
+declare fails the target, naming the file (tools/runner/read_audit.py).
 Outside `bazel test` (e.g. `bazel run`), extra arguments go straight to pytest, except options
 that keep tests from running (--collect-only, --setup-only, ...: tools/runner/refused_options.py).
 """
@@ -57,6 +59,7 @@ from tools.runner import (
     node_ids,
     private_tmp,
     process_env,
+    read_audit,
     refused_options,
     threads,
 )
@@ -154,6 +157,7 @@ def _report_resources(wall: float) -> None:
 
 def session(ledger: str, args: list[str], env=os.environ) -> int:
     """The child: runs pytest on `args`, recording its progress in `ledger`."""
+    read_audit.install(env)  # first: pytest's own start and conftests read files too
     import pytest
 
     from tools.runner import sharding
@@ -268,6 +272,8 @@ def run(argv: list[str], env=os.environ) -> int:
     with private_tmp.private_tmp() as short:
         args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
         ledger = os.path.join(short, "ledger")
+        # The runner's, whatever the test's environment says (tools/runner/read_audit.py).
+        child_env[envvars.READ_AUDIT] = os.path.join(short, "undeclared_reads")
         child = [sys.executable, os.path.abspath(__file__), SESSION_FLAG, ledger, *args]
         holder = env.get("TEST_TARGET", argv[0])
         check_args = _collection_args(argv[0], short, argv[1:])
@@ -275,6 +281,10 @@ def run(argv: list[str], env=os.environ) -> int:
             with _gpus_for(variants.current_variant(), child_env, holder) as gpu_env:
                 child_env.update(gpu_env)
                 result = _run_checked(child, child_env, ledger, check_args, short)
+            undeclared = read_audit.recorded(child_env[envvars.READ_AUDIT])
+            if undeclared:
+                print(f"\ntorch_test: FAILED: {read_audit.message(undeclared)}", file=sys.stderr)
+                result = result or 1
         except gpu_lease.LeaseError as error:
             print(f"GPU lease failed: {error}", file=sys.stderr)
             return 1
