@@ -2,8 +2,9 @@
 
 main(spec) is every rank's entry point. In order: leave the parent's process group and die with
 the test process, send output to the rank's log, arm a SIGUSR1 stack dump, take the test
-process's environment, join the FileStore rendezvous, run the function, and report its return
-value (after its peak GPU memory, if it used CUDA), exception or skip to the parent over a pipe.
+process's environment, audit its opens as the test process's (tools/runner/process/read_audit.py),
+join the FileStore rendezvous, run the function, and report its return value (after its peak GPU
+memory, if it used CUDA), exception or skip to the parent over a pipe.
 It always ends with os._exit.
 """
 
@@ -31,6 +32,7 @@ from tools.runner.process import (
     lifetime,
     memory_cap,
     process_env,
+    read_audit,
     vec_isa_memo,
 )
 from tools.runner.session import call_results
@@ -64,6 +66,7 @@ def main(spec: RankSpec) -> None:
     _redirect_output(spec.log_path)
     _arm_stack_dump(spec.stack_path)
     _adopt_environment(spec)
+    read_audit.install()  # the test process's record, before the test's module is imported
     vec_isa_memo.watch()
     kernel_cache.watch()
     call_results.install_unittest()  # a rank's test method that returns a value fails too

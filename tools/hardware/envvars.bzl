@@ -26,7 +26,9 @@ RUNNER_ENV = {
     "JOBS_DIR": "TORCH_TEST_JOBS_DIR",  # the thread budget's registry of running tests
     "SLOTS_PER_GPU": "TORCH_TEST_SLOTS_PER_GPU",  # overrides the GPU sharing policy
     "START_METHOD": "TORCH_TEST_START_METHOD",  # rank processes: "forkserver" or "spawn"
+    "FORKSERVER": "TORCH_TEST_FORKSERVER",  # "1" while the ranks' forkserver starts (distributed.py)
     "NODE_IDS": "TORCH_TEST_NODE_IDS",  # JSON [node id]: run exactly these (the gate's re-runs)
+    "READ_AUDIT": "TORCH_TEST_READ_AUDIT",  # where test processes record undeclared reads
     "VEC_ISA_MEMO": "TORCH_TEST_VEC_ISA_MEMO",  # inductor's ISA probes' memo, or "off"
 }
 
@@ -34,6 +36,7 @@ RUNNER_ENV = {
 # tools/bazel and the gate.
 HOST_ENV = {
     "GPUS": "TORCH_TEST_GPUS",  # overrides the detected GPU count
+    "CPU_ONLY": "TORCH_TEST_CPU_ONLY",  # "1": CPU variants asked for (tools/bazel, --config=cpu)
     "PYTHON": "TORCH_TEST_PYTHON",  # host-interpreter mode: the tests' Python
     "LOCK": "TORCH_TEST_LOCK",  # another lock than the pinned one
     "LOCK_SHA256": "TORCH_TEST_LOCK_SHA256",  # its digest (tools/bazel)

@@ -10,6 +10,12 @@ results are always tied to the GPU model: GPU variants run only in host-interpre
 where the environment fingerprint (tools/python/pypi.bzl: packages and nvidia-smi's GPU models
 and driver) is an input of every test; remotely the pool (named after its hardware) is.
 
+A host whose GPUs the tests' torch cannot use (the pinned CPU build, or an image's torch without
+CUDA) fails the fetch of this repository, so `bazel test` stops before running anything instead
+of reporting every GPU variant SKIPPED: the message says how to run them (TORCH_TEST_PYTHON) or
+to ask for the CPU variants alone (--config=cpu, which tools/bazel turns into
+--repo_env=TORCH_TEST_CPU_ONLY=1).
+
 Overrides (--repo_env): TORCH_TEST_GPUS=N (count), TORCH_TEST_NCCL=0|1, TORCH_TEST_TRITON=0|1.
 The rule re-runs on `bazel sync --configure`, on server restart and when these variables change.
 """
@@ -29,10 +35,10 @@ def _detect_gpus(ctx):
     return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
 def _torch_can_use_gpus(ctx):
-    """(cuda usable, features available) for the torch the tests will import."""
+    """(cuda usable, features available, why not) for the torch the tests will import."""
     python = ctx.os.environ.get(HOST_ENV["PYTHON"], "")
     if not python:
-        return (False, [])  # the pinned lock is torch's CPU build
+        return (False, [], "the tests use the pinned lock's torch, a CPU build")
 
     # The features' probes are the ones the tests' plugin uses (tools/hardware/probe.py).
     probe = ctx.path(Label("//tools/hardware:probe.py"))
@@ -43,22 +49,27 @@ def _torch_can_use_gpus(ctx):
         timeout = 120,
     )
     if result.return_code != 0:
-        # buildifier: disable=print (a repository rule's only way to warn the user)
-        print("host_hardware: cannot import torch with {}: {}".format(python, result.stderr[-500:]))
-        return (False, [])
+        return (False, [], "{}={} cannot import torch: {}".format(HOST_ENV["PYTHON"], python, result.stderr[-500:]))
     found = json.decode(result.stdout.strip().splitlines()[-1])
-    return (found["cuda"], [f for f in found["features"] if f in FEATURES])
+    why = "" if found["cuda"] else "{}={}'s torch cannot use CUDA".format(HOST_ENV["PYTHON"], python)
+    return (found["cuda"], [f for f in found["features"] if f in FEATURES], why)
+
+def _unusable_gpus_message(gpus, why):
+    return """host_hardware: this host has {count} GPU(s) ({models}), but {why}: its GPU variants would all be SKIPPED. Either
+  run them with an interpreter whose torch uses the GPUs:
+    TORCH_TEST_PYTHON=$(command -v python3) tools/bazel test //...
+  or ask for the CPU variants alone:
+    tools/bazel test --config=cpu //...""".format(count = len(gpus), models = ", ".join(gpus), why = why)
 
 def _host_hardware_impl(ctx):
     gpus = _detect_gpus(ctx)
-    cuda, features = _torch_can_use_gpus(ctx) if gpus else (False, [])
+    cuda, features, why = _torch_can_use_gpus(ctx) if gpus else (False, [], "")
     count = len(gpus) if cuda else 0
-    if gpus and not cuda:
-        # buildifier: disable=print (a repository rule's only way to warn the user)
-        print("host_hardware: {} GPU(s) found, but the tests' torch cannot use them; GPU targets will be SKIPPED. Use TORCH_TEST_PYTHON (README).".format(len(gpus)))
     forced = ctx.os.environ.get(HOST_ENV["GPUS"], "")
     if forced:
         count = int(forced)
+    elif gpus and not cuda and ctx.os.environ.get(HOST_ENV["CPU_ONLY"], "") != "1":
+        fail(_unusable_gpus_message(gpus, why))
     for feature in FEATURES:
         forced = ctx.os.environ.get(feature_override(feature), "")
         if forced:
@@ -80,5 +91,5 @@ host_hardware = repository_rule(
     implementation = _host_hardware_impl,
     configure = True,
     local = True,
-    environ = [HOST_ENV[k] for k in ("GPUS", "PYTHON", "ENV_FINGERPRINT")] + [feature_override(f) for f in FEATURES],
+    environ = [HOST_ENV[k] for k in ("GPUS", "CPU_ONLY", "PYTHON", "ENV_FINGERPRINT")] + [feature_override(f) for f in FEATURES],
 )

@@ -2,7 +2,8 @@
 
 Run by the interpreter it fingerprints (tools/python/env_fingerprint.sh starts it with -I -B):
   default        every file in every directory on its sys.path (stdlib, lib-dynload,
-                 site-packages, directories .pth files add, e.g. editable installs): host mode
+                 site-packages, directories .pth files add) and every source of an editable
+                 install (editable_sources: setuptools' finders, .egg-link): host mode
   --stdlib-only  its stdlib and lib-dynload only (started with -S: no site directories): the
                  interpreter a pinned @pypi venv links to
 plus, either way, the interpreter's binary and libpython, and nvidia-smi's GPU list with the
@@ -40,9 +41,38 @@ MEMO_DIR = os.path.join(
 _SITE_DIRS = ("site-packages", "dist-packages")
 
 
+def editable_sources() -> list[str]:
+    """Directories and files of editable installs that sys.path does not name.
+
+    An editable install imports its sources from the project, wherever that is: a .pth path
+    puts it on sys.path (walked anyway), but setuptools' finders (`__editable___*_finder`,
+    which its .pth installs at startup) map each top-level name to a directory or file
+    (MAPPING) and namespaces to directories (NAMESPACES), and `setup.py develop`'s .egg-link
+    names the project's directory.
+    """
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name.startswith("__editable___") and name.endswith("_finder"):
+            found += list(getattr(module, "MAPPING", {}).values())
+            for paths in getattr(module, "NAMESPACES", {}).values():
+                found += list(paths)
+    for site_dir in sys.path:
+        if os.path.basename(site_dir) not in _SITE_DIRS or not os.path.isdir(site_dir):
+            continue
+        for entry in sorted(os.listdir(site_dir)):
+            if entry.endswith(".egg-link"):
+                with open(os.path.join(site_dir, entry)) as f:
+                    first = f.readline().strip()
+                if first:
+                    found.append(os.path.join(site_dir, first))
+    return found
+
+
 def layout() -> tuple[list[str], list[str]]:
-    """(roots to walk, directories under them to prune), from sys.path."""
-    paths = sorted({os.path.realpath(p) for p in sys.path if p and os.path.exists(p)})
+    """(roots to walk, directories under them to prune), from sys.path and editable installs.
+    A root may be a file (a single-module editable install)."""
+    named = [p for p in sys.path if p] + editable_sources()
+    paths = sorted({os.path.realpath(p) for p in named if os.path.exists(p)})
     roots = [p for p in paths if not any(p.startswith(r + "/") for r in paths)]
     prune = []
     for root in roots:
@@ -66,8 +96,15 @@ def interpreter_files() -> list[str]:
 
 
 def walk(roots: list[str], prune: set[str]):
-    """(path, os.stat_result) of every non-directory under roots; symlinks not followed."""
-    stack = list(reversed(roots))
+    """(path, os.stat_result) of every non-directory under roots (or a root itself, if it is
+    not a directory); symlinks not followed."""
+    stack = []
+    for root in reversed(roots):
+        if os.path.isdir(root):
+            stack.append(root)
+    for root in roots:
+        if not os.path.isdir(root):
+            yield root, os.stat(root, follow_symlinks=False)
     while stack:
         directory = stack.pop()
         try:

@@ -32,6 +32,8 @@ SIGTERM (Bazel's timeout) is forwarded to the test process, which dumps every th
 then interrupts the tests so the multi-process harness kills its ranks before it exits. GPUs:
 leased shared or whole as gpu_share.py decides from the target's recorded peak GPU memory.
 
+Inputs: a test process (or rank) that opens a file of the source tree its target does not
+declare fails the target, naming the file (process/read_audit.py).
 Outcomes: the target passes only if pytest passed, its ledger shows every selected test
 finished, and every case the inventory holds for this variant finished, went to another shard
 or was left out by the user's own filter (completion.py); no test selected in the whole target
@@ -58,6 +60,7 @@ from tools.runner import (
     refused_options,
     shared_caches,
 )
+from tools.runner.process import read_audit
 from tools.runner.session import child, collection_record
 
 
@@ -227,6 +230,8 @@ def run(argv: list[str], env=os.environ) -> int:
     with private_tmp.private_tmp() as short:
         args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
         ledger = os.path.join(short, "ledger")
+        # The runner's, whatever the test's environment says (process/read_audit.py).
+        child_env[envvars.READ_AUDIT] = os.path.join(short, "undeclared_reads")
         tests = [*child.COMMAND, child.SESSION, ledger, *args]
         holder = env.get("TEST_TARGET", argv[0])
         check_args = _inventory_args(_test_files(argv), short)
@@ -234,6 +239,10 @@ def run(argv: list[str], env=os.environ) -> int:
             with _gpus_for(variants.current_variant(), child_env, holder) as gpu_env:
                 child_env.update(gpu_env)
                 result = _run_checked(tests, child_env, ledger, check_args, short)
+            undeclared = read_audit.recorded(child_env[envvars.READ_AUDIT])
+            if undeclared:
+                print(f"\ntorch_test: FAILED: {read_audit.message(undeclared)}", file=sys.stderr)
+                result = result or 1
         except gpu_lease.LeaseError as error:
             print(f"GPU lease failed: {error}", file=sys.stderr)
             return 1

@@ -7,6 +7,8 @@
 #   4. (cached) when a file's .pyc cache is written (__pycache__ is left out)
 #   5. re-run after edits that keep a file's size and mtime (`touch -r`; `cp -p` of an edited
 #      copy), as rsync -a, tar and image layers with normalised timestamps make them
+#   6. re-run after an edit of a package installed editable through setuptools' finder
+#      (`__editable___*_finder.py` MAPPING; no .pth path names its sources)
 # Cheap: the venv has no torch (pip only), the probe imports json. Uses its own output base,
 # so the pinned-mode server and cache are left alone.
 source "$(dirname "$0")/lib.sh"
@@ -52,4 +54,31 @@ touch -r "$target" "$scratch/edited"
 cp -p "$scratch/edited" "$target"
 same_stat "$target" "$scratch/reference" || fail "cp -p case: size or mtime changed"
 expect_probe fresh "cp -p: same size and mtime, probe re-ran"
+
+say "an editable install through setuptools' finder (package-dir elsewhere: a MAPPING, no .pth path)"
+project="$scratch/project"
+mkdir -p "$project/lib"
+echo "VALUE = 1" >"$project/lib/__init__.py"
+cat >"$project/pyproject.toml" <<'TOML'
+[build-system]
+requires = ["setuptools>=64"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "torch_test_editable"
+version = "0.1"
+
+[tool.setuptools]
+packages = ["torch_test_editable"]
+package-dir = {"torch_test_editable" = "lib"}
+TOML
+"$TORCH_TEST_PYTHON" -m pip install -q -e "$project" >"$scratch/pip.log" 2>&1 ||
+  fail "pip install -e failed: $(tail -3 "$scratch/pip.log")"
+ls "$site"/__editable___torch_test_editable_*_finder.py >/dev/null 2>&1 ||
+  fail "setuptools wrote no finder: the case tests nothing"
+grep -qs "$project" "$site"/*.pth && fail "a .pth names the project: the case tests nothing"
+expect_probe fresh "editable install: probe re-ran"
+expect_probe cached "after the install: cached again"
+echo "VALUE = 2" >"$project/lib/__init__.py"
+expect_probe fresh "edit of the editable package's source: probe re-ran"
 finish

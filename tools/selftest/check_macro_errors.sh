@@ -78,6 +78,20 @@ check "expectations that do not exist" \
 check "expectations not TOML" \
   'torch_test(name = "t", expectations = "t.json")' \
   'expectations file t.json must be TOML'
+# Bazel 4.2.3 keys a source directory by the directory alone: an edit inside stays cached.
+mkdir -p "$scratch/goldens"
+touch "$scratch/goldens/a.txt"
+check "a source directory in data" \
+  'torch_test(name = "t", data = ["goldens"])' \
+  'data names the source directory "goldens": Bazel tracks only the directory.*use glob\(\["goldens/\*\*"\]\)'
+check "a source directory in data, as a label" \
+  'torch_test(name = "t", data = [":goldens"])' \
+  'data names the source directory ":goldens"'
+
+say "data: the fix the message names loads (each file of the directory an input)"
+printf 'load("//tools/build_defs:torch_test.bzl", "torch_test")\n\n%s\n' \
+  'torch_test(name = "t", data = glob(["goldens/**"]) + ["t.py"])' >"$scratch/BUILD.bazel"
+expect_line "$("$BAZEL" query "labels(data, //$scratch:t)" 2>&1)" "^//$scratch:goldens/a.txt\$" "glob([\"goldens/**\"]) gives the files"
 
 say "whole_gpu: the GPU variants, and only they, take whole GPUs (tools/runner/gpu_share.py)"
 printf 'load("//tools/build_defs:torch_test.bzl", "torch_test")\n\n%s\n' \

@@ -17,7 +17,7 @@ import sys
 import time
 
 from tools.hardware import variants
-from tools.runner.process import gpu_peak, lifetime, process_env
+from tools.runner.process import gpu_peak, lifetime, process_env, read_audit
 from tools.runner.session import collection_record, node_ids, threads
 from tools.runner.session import ledger as ledger_plugin
 
@@ -64,6 +64,7 @@ def _exit_code(code: int, selector, env) -> int:
 
 def session(ledger: str, args: list[str], env=os.environ) -> int:
     """The child: runs pytest on `args`, recording its progress in `ledger`."""
+    read_audit.install(env)  # first: pytest's own start and conftests read files too
     import pytest
 
     from tools.runner.session import sharding
