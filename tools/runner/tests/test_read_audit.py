@@ -1,6 +1,6 @@
 """tools/runner/process/read_audit.py on a fake workspace and runfiles tree: what counts as an
-undeclared read of the source tree, and that the hook refuses it, records it once and cannot be dodged
-through another path to the same file."""
+undeclared read of the source tree, and that the hook refuses it, records it once and cannot be
+dodged through another path to the same file."""
 
 import os
 import subprocess
