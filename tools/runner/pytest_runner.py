@@ -8,7 +8,8 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
                                every shard checks it shares (PYTHONHASHSEED fixed, a second
                                collection beside the tests: tools/runner/collection.py);
   TEST_SHARD_STATUS_FILE       touched to say sharding is supported
-  TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
+  TESTBRIDGE_TEST_ONLY         --test_filter, a pytest -k expression that also applies with
+                               the target's own -k (tools/runner/test_filter.py)
   TORCH_TEST_NODE_IDS          (--test_env) exact node ids to run (tools/runner/node_ids.py)
   TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp,
                                tools/runner/private_tmp.py); kernel caches are per user in
@@ -58,6 +59,7 @@ from tools.runner import (
     private_tmp,
     process_env,
     refused_options,
+    test_filter,
     threads,
 )
 
@@ -98,8 +100,7 @@ def _protocol_args(env) -> list[str]:
             "-o",
             "junit_family=xunit1",
         ]
-    if env.get("TESTBRIDGE_TEST_ONLY"):
-        args += ["-k", env["TESTBRIDGE_TEST_ONLY"]]
+    args += test_filter.runner_args(env)  # composes with the target's own -k
     return args + ["--durations=5"]
 
 
