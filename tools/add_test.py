@@ -19,6 +19,7 @@ Exit status 1 when the file cannot be collected here (the stanza would be a gues
 
 import ast
 import dataclasses
+import importlib.util
 import json
 import os
 import pathlib
@@ -45,6 +46,14 @@ class Environment:
     site: pathlib.Path | None
     manifest: dict
     described: str
+
+    @classmethod
+    def of_this_interpreter(cls) -> "Environment":
+        """The interpreter running now, inside a Bazel target that has @pypi's torch and
+        manifest.json (a data dep) in its runfiles: add_test's own self-tests."""
+        site = pathlib.Path(importlib.util.find_spec("torch").origin).parents[1]
+        manifest = json.loads((site.parent / "manifest.json").read_text())
+        return cls(sys.executable, None, manifest, "this target's interpreter")
 
 
 def pypi_environment() -> Environment:

@@ -1,46 +1,17 @@
 """tools/add_test.py: runs as the README says, and its stanza is what collection measured.
 
 Collects in this test's own interpreter (@pypi's, as tools/add_test.py does through Bazel):
-deps come from the modules collection loaded, every label exists, torch's decorators place
-the cases, skips become expectations entries, and files that cannot be collected or define
-tests nothing collects are said so.
+torch's decorators place the cases, skips become expectations entries, and files that cannot
+be collected or define tests nothing collects are said so. Deps: tools/test_add_test_deps.py.
 """
 
-import importlib.util
-import json
-import pathlib
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from tools import add_test, add_test_deps
-
-FIXTURES = add_test.ROOT / "upstream_style_tests"
-
-
-def _environment() -> add_test.Environment:
-    site = pathlib.Path(importlib.util.find_spec("torch").origin).parents[1]
-    manifest = json.loads((site.parent / "manifest.json").read_text())
-    return add_test.Environment(sys.executable, None, manifest, "this test's interpreter")
-
-
-def _existing(label: str, manifest: dict) -> bool:
-    if label.startswith(add_test_deps.PYPI):
-        return label[len(add_test_deps.PYPI) :] in manifest["packages"]
-    package = label[2:].partition(":")[0]
-    builds = add_test_deps.BuildFiles(add_test.ROOT)
-    return label in builds.libraries(package)
-
-
-def _deps(path: pathlib.Path) -> list[str]:
-    env = _environment()
-    labels = add_test_deps.labels_for(
-        add_test.collect(path, env, run=False), path, add_test.ROOT, env.manifest
-    ).labels
-    assert all(_existing(label, env.manifest) for label in labels), labels
-    return labels
+from tools import add_test
 
 
 def test_runs_as_a_script_from_any_directory():
@@ -54,23 +25,6 @@ def test_runs_as_a_script_from_any_directory():
     )
     assert "ModuleNotFoundError" not in out.stderr, out.stderr
     assert "Prints the torch_test stanza" in out.stderr
-
-
-def test_reaching_common_utils_through_dynamo_means_torch_testing():
-    labels = _deps(FIXTURES / "test_upstream_dynamo_case.py")
-    assert "//test_utils:torch_testing" in labels
-    assert "@pypi//:functorch" not in labels  # functorch ships inside torch
-    assert "@pypi//:torch" not in labels  # torch_testing brings it
-
-
-def test_torchrec_comes_with_its_locked_requirements():
-    labels = _deps(FIXTURES / "test_upstream_torchrec.py")
-    assert {"@pypi//:torchrec", "@pypi//:fbgemm-gpu-cpu"} <= set(labels)
-
-
-def test_a_guarded_import_that_did_not_run_is_no_dep():
-    labels = _deps(FIXTURES / "test_upstream_guarded_triton.py")
-    assert not [label for label in labels if "triton" in label]
 
 
 UPSTREAM_STYLE = """
@@ -104,7 +58,7 @@ class TestRanks(MultiProcessTestCase):
 def test_stanza_places_upstream_decorators(tmp_path):
     path = tmp_path / "test_from_upstream.py"
     path.write_text(UPSTREAM_STYLE)
-    placed = add_test.collect(path, _environment(), run=False)["placed"]
+    placed = add_test.collect(path, add_test.Environment.of_this_interpreter(), run=False)["placed"]
     printed = add_test.stanza(path, placed, ["//test_utils:torch_testing"])
     assert printed == textwrap.dedent("""\
         torch_test(
@@ -147,7 +101,7 @@ def test_measured_skips_and_lost_classes_are_reported(tmp_path):
                 pass
         """)
     )
-    env = _environment()
+    env = add_test.Environment.of_this_interpreter()
     text, status = add_test.report(path, add_test.collect(path, env, run=True), env, ran=True)
     assert status == 0
     assert "DEFINES TESTS NOTHING COLLECTS" in text and "TestLost (1 test methods)" in text
@@ -159,7 +113,7 @@ def test_measured_skips_and_lost_classes_are_reported(tmp_path):
 def test_a_file_that_cannot_be_collected_here_is_said_so(tmp_path):
     path = tmp_path / "test_needs_accelerator.py"
     path.write_text("import torch\nKIND = torch.accelerator.current_accelerator().type\n")
-    env = _environment()
+    env = add_test.Environment.of_this_interpreter()
     text, status = add_test.report(path, add_test.collect(path, env, run=False), env, ran=False)
     assert status == 1
     assert "CANNOT BE COLLECTED ON THIS HOST" in text and "AttributeError" in text
