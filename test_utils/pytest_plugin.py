@@ -32,7 +32,7 @@ import pytest
 
 from test_utils import expectations, hardware, outcome_audit, upstream_decorators
 from tools.hardware import envvars, memory_cap, probe, variants
-from tools.runner import vec_isa_memo
+from tools.runner import placement, vec_isa_memo
 
 _REQ_KEY = pytest.StashKey[hardware.Requirements]()
 
@@ -51,10 +51,12 @@ def pytest_collection_modifyitems(config, items):
     keep, drop = [], []
     for item in items:
         req = hardware.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
+        req = upstream_decorators.ranks_placed(req, getattr(item, "cls", None))
         if _mark_not_applicable(item):
             req = hardware.Requirements(gpus=variants.gpus_needed(_not_applicable_variant()))
         item.stash[_REQ_KEY] = req
         (keep if req.variant == variant else drop).append(item)
+    placement.report(config, {i.nodeid: requirements(i).variant for i in items})
     homeless = [
         f"{i.nodeid} (needs {requirements(i).min_gpus} GPUs)"
         for i in items

@@ -24,6 +24,7 @@ RUNNER_ENV = {
     "START_METHOD": "TORCH_TEST_START_METHOD",
     "NODE_IDS": "TORCH_TEST_NODE_IDS",
     "VEC_ISA_MEMO": "TORCH_TEST_VEC_ISA_MEMO",
+    "SHOW_PLACEMENT": "TORCH_TEST_SHOW_PLACEMENT",
 }
 
 # What repository rules read (host_hardware.bzl, tools/python/pypi.bzl), set by users,

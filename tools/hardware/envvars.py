@@ -32,6 +32,9 @@ SLOTS_PER_GPU = "TORCH_TEST_SLOTS_PER_GPU"  # overrides the GPU sharing policy
 START_METHOD = "TORCH_TEST_START_METHOD"  # rank processes: "forkserver" or "spawn"
 NODE_IDS = "TORCH_TEST_NODE_IDS"  # JSON [node id]: run exactly these (the gate's re-runs)
 VEC_ISA_MEMO = "TORCH_TEST_VEC_ISA_MEMO"  # inductor's ISA probes' memo, or "off" (vec_isa_memo.py)
+SHOW_PLACEMENT = (
+    "TORCH_TEST_SHOW_PLACEMENT"  # "1": the log lists each case's variant (placement.py)
+)
 # Read by repository rules (envvars.bzl's HOST_ENV); the gate and bench/ set them.
 GPUS = "TORCH_TEST_GPUS"  # overrides the detected GPU count
 PYTHON = "TORCH_TEST_PYTHON"  # host-interpreter mode: the tests' Python
