@@ -21,7 +21,12 @@ for file in upstream_style_tests/test_*.py; do
     continue
   fi
   cp "$file" "$scratch/"
-  [[ -f upstream_style_tests/$name.expectations.toml ]] && cp "upstream_style_tests/$name.expectations.toml" "$scratch/"
+  if [[ -f upstream_style_tests/$name.expectations.toml ]]; then
+    cp "upstream_style_tests/$name.expectations.toml" "$scratch/"
+  elif grep -q '^# Review, then save as' <<<"$printed"; then
+    # As a user would: the measured entries, saved as the stanza names them.
+    sed -n '/^# Review, then save as/,$p' <<<"$printed" | tail -n +2 >"$scratch/$name.expectations.toml"
+  fi
   # The stanza as printed: from `torch_test(` to its closing `)`.
   sed -n '/^torch_test(/,/^)/p' <<<"$printed" >>"$scratch/BUILD.bazel"
   # Printed counts, `# VARIANT: N cases`, as the placement line writes them: VARIANT=N.
