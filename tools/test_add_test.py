@@ -1,19 +1,39 @@
-"""tools/add_test.py: the stanza it prints places an upstream-style file's tests as the
-targets will (torch's decorators read by the plugin) and names what the file imports."""
+"""tools/add_test.py: runs as the README says, and its stanza is what collection measured.
 
+Collects in this test's own interpreter (@pypi's, as tools/add_test.py does through Bazel):
+torch's decorators place the cases, skips become expectations entries, and files that cannot
+be collected or define tests nothing collects are said so. Deps: tools/test_add_test_deps.py.
+"""
+
+import subprocess
+import sys
 import textwrap
+
+import pytest
 
 from tools import add_test
 
+
+def test_runs_as_a_script_from_any_directory():
+    # No arguments: the usage text, after every import the script needs has worked.
+    out = subprocess.run(
+        [sys.executable, str(add_test.ROOT / "tools" / "add_test.py")],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert "ModuleNotFoundError" not in out.stderr, out.stderr
+    assert "Prints the torch_test stanza" in out.stderr
+
+
 UPSTREAM_STYLE = """
 import torch
-import numpy as np
 from torch.testing._internal.common_distributed import (
     MultiProcessTestCase, requires_nccl, skip_if_lt_x_gpu,
 )
 from torch.testing._internal.common_utils import TestCase
 from torch.testing._internal.triton_utils import requires_cuda_and_triton
-from test_utils.numerics import assert_close
 
 
 class TestOnCpu(TestCase):
@@ -35,18 +55,11 @@ class TestRanks(MultiProcessTestCase):
 """
 
 
-def test_deps_follow_imports():
-    assert add_test.deps_of(UPSTREAM_STYLE) == [
-        "//test_utils:numerics",
-        "//test_utils:torch_testing",
-        "@pypi//:numpy",
-    ]
-
-
 def test_stanza_places_upstream_decorators(tmp_path):
     path = tmp_path / "test_from_upstream.py"
-    path.write_text(UPSTREAM_STYLE.replace("from test_utils.numerics import assert_close\n", ""))
-    printed = add_test.stanza(path, add_test._collect(path), ["//test_utils:torch_testing"])
+    path.write_text(UPSTREAM_STYLE)
+    placed = add_test.collect(path, add_test.Environment.of_this_interpreter(), run=False)["placed"]
+    printed = add_test.stanza(path, placed, ["//test_utils:torch_testing"])
     assert printed == textwrap.dedent("""\
         torch_test(
             name = "test_from_upstream",
@@ -59,3 +72,52 @@ def test_stanza_places_upstream_decorators(tmp_path):
             triton = ["gpu"],
             deps = ["//test_utils:torch_testing"],
         )""")
+    listing = add_test.placement(placed)
+    assert "# gpu: 1 cases\n#   test_from_upstream.py::TestCompiled::test_triton" in listing
+
+
+def test_measured_skips_and_lost_classes_are_reported(tmp_path):
+    path = tmp_path / "test_skips.py"
+    path.write_text(
+        textwrap.dedent("""\
+        import unittest
+
+
+        def as_function(cls):  # as a class-level decorator that wraps in a function does
+            def wrapper(*args):
+                return cls(*args)
+            return wrapper
+
+
+        class TestSkips(unittest.TestCase):
+            @unittest.skip("needs a widget (none here)")
+            def test_widget(self):
+                pass
+
+
+        @as_function
+        class TestLost(unittest.TestCase):
+            def test_never_collected(self):
+                pass
+        """)
+    )
+    env = add_test.Environment.of_this_interpreter()
+    text, status = add_test.report(path, add_test.collect(path, env, run=True), env, ran=True)
+    assert status == 0
+    assert "DEFINES TESTS NOTHING COLLECTS" in text and "TestLost (1 test methods)" in text
+    assert 'expectations = "test_skips.expectations.toml"' in text
+    assert 'test = "test_skips.py::TestSkips::test_widget"' in text
+    assert 'match = "needs\\\\ a\\\\ widget\\\\ \\\\(none\\\\ here\\\\)"' in text
+
+
+def test_a_file_that_cannot_be_collected_here_is_said_so(tmp_path):
+    path = tmp_path / "test_needs_accelerator.py"
+    path.write_text("import torch\nKIND = torch.accelerator.current_accelerator().type\n")
+    env = add_test.Environment.of_this_interpreter()
+    text, status = add_test.report(path, add_test.collect(path, env, run=False), env, ran=False)
+    assert status == 1
+    assert "CANNOT BE COLLECTED ON THIS HOST" in text and "AttributeError" in text
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))

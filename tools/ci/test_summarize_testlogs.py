@@ -1,5 +1,7 @@
 """Self-tests of the CI case counter (tools/ci/summarize_testlogs.py)."""
 
+import contextlib
+import io
 import json
 import pathlib
 import tempfile
@@ -71,6 +73,69 @@ class SummarizeTest(unittest.TestCase):
             path.write_text("\n".join(events) + "\n")
             target = summarize_testlogs.bep.read(path)[LABEL]
             self.assertEqual(summarize_testlogs.count_cases(target)["passed"], 4)
+
+    def test_skipped_targets_cases_counted_from_a_sibling_that_ran(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base = pathlib.Path(tmp, "pkg", "t")
+            xml = _xml(base / "test.xml", 2)
+            log = base / "test.log"
+            log.write_text(
+                "...\ntorch_test placement: cpu=2 gpu=3 multi_gpu=4 (this target: cpu)\n"
+            )
+            events = [
+                json.dumps(
+                    {
+                        "id": {"testResult": {"label": LABEL, "run": 1, "shard": 1, "attempt": 1}},
+                        "testResult": {
+                            "status": "PASSED",
+                            "testActionOutput": [
+                                {"name": "test.xml", "uri": xml},
+                                {"name": "test.log", "uri": log.as_uri()},
+                            ],
+                        },
+                    }
+                ),
+                json.dumps(
+                    {
+                        "id": {"testSummary": {"label": LABEL}},
+                        "testSummary": {"overallStatus": "PASSED"},
+                    }
+                ),
+            ]
+            for label in (LABEL, LABEL + "_gpu", LABEL + "_multi_gpu"):
+                events.insert(
+                    0,
+                    json.dumps(
+                        {
+                            "id": {"targetConfigured": {"label": label}},
+                            "configured": {"testSize": "SMALL"},
+                        }
+                    ),
+                )
+            for label in (LABEL + "_gpu", LABEL + "_multi_gpu"):
+                events.append(
+                    json.dumps(
+                        {
+                            "id": {"targetCompleted": {"label": label}},
+                            "aborted": {"reason": "SKIPPED"},
+                        }
+                    )
+                )
+            path = pathlib.Path(tmp, "events.json")
+            path.write_text("\n".join(events) + "\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                summarize_testlogs.main(str(path))
+            lines = out.getvalue().splitlines()
+        self.assertIn(
+            "test cases not run on this host (2 SKIPPED targets): 7 (gpu 3, multi_gpu 4)", lines
+        )
+        rows = [line.split() for line in lines if line.startswith(LABEL + "_")]
+        self.assertEqual(
+            [r[:3] for r in rows],
+            [[LABEL + "_gpu", "SKIPPED", "3"], [LABEL + "_multi_gpu", "SKIPPED", "4"]],
+        )
+        self.assertEqual(lines[-1], "2 passed, 0 failed, 0 skipped")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ RUNNER_ENV = {
     "NODE_IDS": "TORCH_TEST_NODE_IDS",  # JSON [node id]: run exactly these (the gate's re-runs)
     "READ_AUDIT": "TORCH_TEST_READ_AUDIT",  # where test processes record undeclared reads
     "VEC_ISA_MEMO": "TORCH_TEST_VEC_ISA_MEMO",  # inductor's ISA probes' memo, or "off"
+    "SHOW_PLACEMENT": "TORCH_TEST_SHOW_PLACEMENT",  # "1": the log lists each case's variant
 }
 
 # What repository rules read (host_hardware.bzl, tools/python/pypi.bzl), set by users,

@@ -20,7 +20,8 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   TEST_TOTAL_SHARDS/_INDEX     this shard's tests (session/sharding.py), from a collection the
                                inventory proves stable (PYTHONHASHSEED fixed: collection.py)
   TEST_SHARD_STATUS_FILE       touched to say sharding is supported
-  TESTBRIDGE_TEST_ONLY         --test_filter, as a pytest -k expression
+  TESTBRIDGE_TEST_ONLY         --test_filter, a pytest -k expression that also applies with
+                               the target's own -k (session/test_filter.py)
   TORCH_TEST_NODE_IDS          (--test_env) exact node ids to run (session/node_ids.py)
   TEST_TMPDIR                  HOME and pytest's basetemp (TMPDIR: a short dir in /tmp,
                                private_tmp.py); kernel caches are per user in /tmp; bytecode is
@@ -61,7 +62,7 @@ from tools.runner import (
     shared_caches,
 )
 from tools.runner.process import read_audit
-from tools.runner.session import child, collection_record
+from tools.runner.session import child, collection_record, test_filter
 
 
 def _configure_dirs(env, short: str) -> list[str]:
@@ -94,8 +95,7 @@ def _protocol_args(env) -> list[str]:
             "-o",
             "junit_family=xunit1",
         ]
-    if env.get("TESTBRIDGE_TEST_ONLY"):
-        args += ["-k", env["TESTBRIDGE_TEST_ONLY"]]
+    args += test_filter.runner_args(env)  # composes with the target's own -k
     return args + ["--durations=5"]
 
 

@@ -39,6 +39,7 @@ from tools.runner.session import (
     expectations,
     markers,
     outcome_audit,
+    placement,
     upstream_decorators,
 )
 
@@ -61,10 +62,12 @@ def pytest_collection_modifyitems(config, items):
     keep, drop = [], []
     for item in items:
         req = markers.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
+        req = upstream_decorators.ranks_placed(req, getattr(item, "cls", None))
         if _mark_not_applicable(item):
             req = markers.Requirements(gpus=variants.gpus_needed(_not_applicable_variant()))
         item.stash[_REQ_KEY] = req
         (keep if req.variant == variant else drop).append(item)
+    placement.report(config, {i.nodeid: requirements(i).variant for i in items})
     homeless = [
         f"{i.nodeid} (needs {requirements(i).min_gpus} GPUs)"
         for i in items

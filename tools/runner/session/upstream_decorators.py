@@ -28,9 +28,15 @@ instance of an onlyX test for another device is removed: it exists once, as its 
 instance. A test only for a device no variant offers stays once, in the CPU class, as not
 applicable.
 
-MultiProcessTestCase / DTensorTestBase: their world size comes from the visible device count,
-and the runner's lease makes exactly the variant's GPUs visible; a world size below 1 fails the
-test, and so does a rank's test method that returns a value (tools/runner/session/call_results.py).
+Multi-process tests (torch's MultiProcessTestCase and its subclasses, DTensorTestBase and
+DynamoDistributedMultiProcTestCase among them) whose world size follows the visible device
+count (`world_size` returns torch.accelerator.device_count(), say) need at least 2 GPUs: in the
+1-GPU variant such a test runs one rank and checks nothing across ranks. `ranks_placed` moves
+them to the smallest variant with at least 2 (the runner's lease makes exactly the variant's
+GPUs visible). A class whose world size does not follow the device count (a fixed number,
+e.g. `world_size = 2` with gloo on CPU) says otherwise and keeps its placement. A world size
+below 1 fails the test, and so does a rank's test method that returns a value
+(tools/runner/session/call_results.py).
 
 A raw `unittest.skipIf(not TEST_CUDA, ...)` is not mapped: unittest receives a bool, which
 differs between a CPU and a GPU host, so no reading of it places the test the same everywhere.
@@ -40,12 +46,15 @@ No torch import here: the plugin installs the hook for every target, and targets
 import torch must not pay for it.
 """
 
+import contextlib
 import functools
 import importlib.abc
+import inspect
 import sys
+from unittest import mock
 
 from tools.hardware import variants
-from tools.runner.session import call_results, markers
+from tools.runner.session import call_results, markers, missing_imports
 
 _NOT_APPLICABLE_ATTR = "__torch_test_not_applicable__"
 _ONLY_ON_ATTR = "__torch_test_only_on__"
@@ -141,6 +150,42 @@ def _guard_multiprocess_test_case(cls) -> None:
     cls._start_processes = start_processes_guarded
     cls.join_or_run = join_or_run_checked
     cls.__torch_test_guarded__ = True
+
+
+def ranks_placed(req: markers.Requirements, cls) -> markers.Requirements:
+    """`req`, or at least 2 GPUs for a multi-process test whose world follows the devices."""
+    if cls is None or req.min_gpus >= 2:
+        return req
+    module = sys.modules.get(_TESTING + "common_distributed")
+    if module is None or not issubclass(cls, module.MultiProcessTestCase):
+        return req
+    if not _world_follows_devices(cls):
+        return req
+    return markers.Requirements(at_least(2), req.features)
+
+
+@functools.cache
+def _world_follows_devices(cls) -> bool:
+    """Whether `cls().world_size` changes with the visible device count (asked of torch)."""
+    world_size = inspect.getattr_static(cls, "world_size", None)
+    if not isinstance(world_size, property):
+        return False  # a class attribute: a fixed number
+    import torch  # a subclass of torch's test case: torch is imported already
+
+    instance = cls.__new__(cls)  # no __init__: nothing but the property runs
+    sizes = set()
+    for count in (1, 3):
+        patches = [mock.patch.object(torch.cuda, "device_count", return_value=count)]
+        if hasattr(torch, "accelerator"):
+            patches.append(mock.patch.object(torch.accelerator, "device_count", return_value=count))
+        try:
+            with contextlib.ExitStack() as stack:
+                for patch in patches:
+                    stack.enter_context(patch)
+                sizes.add(world_size.fget(instance))
+        except Exception:  # a property that needs a set-up test: not read as following
+            return False
+    return len(sizes) > 1
 
 
 # ---- common_utils, inductor_utils, triton_utils: module-level skip decorators
@@ -280,6 +325,7 @@ def install() -> None:
     Called at pytest_configure, before test modules are imported; a testing module imported
     already (by a conftest) is adapted in place.
     """
+    missing_imports.record()  # an upstream file's guarded import may hide a missing dep
     if any(isinstance(f, _Finder) for f in sys.meta_path):
         return
     for name, patch in _PATCHES.items():

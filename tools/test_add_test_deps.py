@@ -1,0 +1,53 @@
+"""tools/add_test.py's deps: what the file's collection loaded, as labels that exist.
+
+One upstream-style fixture per case: reaching common_utils through torch._dynamo.test_case
+(torch_testing), torchrec (with the fbgemm-gpu-cpu the lock installs without torchrec's deps),
+and a triton import guarded by has_triton() (no dep where it did not run).
+"""
+
+import pathlib
+import sys
+
+import pytest
+
+from tools import add_test, add_test_deps
+
+FIXTURES = add_test.ROOT / "upstream_style_tests"
+
+
+def _existing(label: str, manifest: dict) -> bool:
+    if label.startswith(add_test_deps.PYPI):
+        return label[len(add_test_deps.PYPI) :] in manifest["packages"]
+    package = label[2:].partition(":")[0]
+    builds = add_test_deps.BuildFiles(add_test.ROOT)
+    return label in builds.libraries(package)
+
+
+def _deps(path: pathlib.Path) -> list[str]:
+    env = add_test.Environment.of_this_interpreter()
+    labels = add_test_deps.labels_for(
+        add_test.collect(path, env, run=False), path, add_test.ROOT, env.manifest
+    ).labels
+    assert all(_existing(label, env.manifest) for label in labels), labels
+    return labels
+
+
+def test_reaching_common_utils_through_dynamo_means_torch_testing():
+    labels = _deps(FIXTURES / "test_upstream_dynamo_case.py")
+    assert "//test_utils:torch_testing" in labels
+    assert "@pypi//:functorch" not in labels  # functorch ships inside torch
+    assert "@pypi//:torch" not in labels  # torch_testing brings it
+
+
+def test_torchrec_comes_with_its_locked_requirements():
+    labels = _deps(FIXTURES / "test_upstream_torchrec.py")
+    assert {"@pypi//:torchrec", "@pypi//:fbgemm-gpu-cpu"} <= set(labels)
+
+
+def test_a_guarded_import_that_did_not_run_is_no_dep():
+    labels = _deps(FIXTURES / "test_upstream_guarded_triton.py")
+    assert not [label for label in labels if "triton" in label]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))
