@@ -202,7 +202,7 @@ def seed_pypi(source_base: pathlib.Path | None, output_base: pathlib.Path) -> st
         return "the scratch's @pypi is the workspace's"
     external.mkdir(parents=True, exist_ok=True)
     marker.unlink(missing_ok=True)
-    shutil.rmtree(external / "pypi", ignore_errors=True)
+    subprocess.run(["rm", "-rf", str(external / "pypi")], check=True)  # ~2x shutil.rmtree's speed
     linked = subprocess.run(
         ["cp", "-al", str(source_base / "external/pypi"), str(external / "pypi")],
         capture_output=True,
@@ -220,9 +220,11 @@ class Scratch:
 
     with Scratch() as s:  s.root is the copy; s.bazel its tools/bazel; s.tmp a throw-away folder.
     One user at a time (a lock file); the Bazel server is shut down on exit, files are kept.
+    seed=False: a check whose fetches fail on purpose needs no working @pypi.
     """
 
-    def __init__(self, home: pathlib.Path | None = None):
+    def __init__(self, home: pathlib.Path | None = None, seed: bool = True):
+        self.seed = seed
         key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
         self.home = home or CACHE_HOME / "torch_test_selftest" / key
         self.root = self.home / "workspace"
@@ -236,7 +238,8 @@ class Scratch:
         self.reset()
         self.bazel = Bazel(self.root, self.tmp, self.output_base)
         self.bazel.shutdown()  # a server left by an interrupted run would hold the old @pypi
-        print(f"scratch: {seed_pypi(workspace_output_base(), self.output_base)}", flush=True)
+        if self.seed:
+            print(f"scratch: {seed_pypi(workspace_output_base(), self.output_base)}", flush=True)
         return self
 
     def reset(self) -> None:
