@@ -7,7 +7,7 @@
 
 Only targets whose behaviour a fact changes get it, so facts stay out of other targets' cache
 keys: regenerating tools/test_times.bzl with unchanged numbers re-runs nothing, and a changed
-number re-runs only its target (tools/selftest/check_cache.sh checks both).
+number re-runs only its target (tools/selftest/check_cache.py checks both).
 """
 
 load("//tools:test_times.bzl", "GPU_PEAK_MIB", "TEST_TIMES")

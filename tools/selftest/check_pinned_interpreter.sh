@@ -26,13 +26,8 @@ export PYTHON_BIN="$copy/bin/python$version"
 "$PYTHON_BIN" -c 'import json, pip' || { fail "the copied interpreter does not start"; finish; }
 module="$copy/lib/python$version/json/__init__.py"
 
-python3 - third_party/python/requirements.lock >"$scratch/small.lock" <<'PY'
-import re, sys
-wanted = {"iniconfig", "packaging", "pluggy", "pygments", "pytest"}
-for block in re.split(r"\n(?=\S)", open(sys.argv[1]).read()):
-    if block.split("==")[0].strip().lower() in wanted:
-        print(block.rstrip())
-PY
+python3 -m tools.selftest.lock_subset third_party/python/requirements.lock \
+  iniconfig packaging pluggy pygments pytest >"$scratch/small.lock"
 export TORCH_TEST_LOCK="$scratch/small.lock"
 probe=//tools/selftest:probe_plain
 expect_probe() { expect_private_run "$probe" "$@"; }

@@ -1,4 +1,5 @@
-# Shared helpers for tools/selftest/*.sh. Source it; it cd's to the workspace root.
+# Shared helpers for tools/selftest/*.sh (the checks in Python use harness.py). Source it; it
+# cd's to the workspace root.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 readonly BAZEL="${BAZEL:-tools/bazel}"
@@ -64,25 +65,8 @@ judge() {
 # cached (Bazel's "(cached)"), fresh (it ran) or any.
 expect_result() { judge "$5" "$1" --expect "$2" "$3" "$4"; }
 
-# expect_shards EVENTS LABEL N STATUS WHAT: Bazel ran LABEL as N shards, each shard's final
-# attempt STATUS.
-expect_shards() { judge "$5" "$1" --expect-shards "$2" "$3" "$4"; }
-
 # expect_no_result EVENTS STATUS WHAT: no target's result is STATUS.
 expect_no_result() { judge "$3" "$1" --expect-none "$2"; }
-
-# run_probes: `bazel test` of the caller's `probes` array; the results go to the caller's
-# $events, Bazel's output beside it (bazel.log).
-run_probes() {
-  "$BAZEL" test --test_summary=short "$(test_events "$events")" "${probes[@]}" \
-    >"$(dirname "$events")/bazel.log" 2>&1 || true
-}
-
-# expect_all_cached EVENTS WHY: every target of the caller's `probes` array PASSED from the cache.
-expect_all_cached() {
-  local p
-  for p in "${probes[@]}"; do expect_result "$1" "$p" PASSED cached "$2: $p cached"; done
-}
 
 finish() {
   if ((failures)); then

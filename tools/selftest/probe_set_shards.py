@@ -1,4 +1,4 @@
-"""check_shards.sh: issue 28's example of a sharded target that could lose a case.
+"""check_shards.py: issue 28's example of a sharded target that could lose a case.
 
 pytest names these parameters by position (case0, ...) over a set, whose order follows the
 process's hash seed; the gelu case fails. Each shard must fail, naming the unstable ids,

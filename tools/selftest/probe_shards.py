@@ -1,4 +1,4 @@
-"""Seven trivial tests, sharded: check_shards.sh (Bazel shards partition them) and check_cache.sh
+"""Seven trivial tests, sharded: check_shards.py (Bazel shards partition them) and check_cache.py
 (probe_durations: recorded durations re-run only their own target)."""
 
 
