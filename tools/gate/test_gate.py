@@ -294,10 +294,10 @@ class CompareTest(unittest.TestCase):
 
 
 NEVER_COLLECTED = (
-    "============ tests the module defines but pytest never runs fail this target ============\n"
-    "m.Hidden: a unittest.TestCase with tests (test_x) that pytest does not collect: it "
-    "inherits __test__ = False from Base.\n"
     "=========================== 1 passed in 0.01s ===========================\n"
+    "\ntorch_test: FAILED: the source's inventory:\n"
+    "  defined but never collected by pytest: m.py::Hidden::test_x (unittest.TestCase Hidden)\n"
+    "torch_test resources: wall_s=1.0 cpu_s=0.5 peak_rss_mib=40 children_peak_rss_mib=30\n"
 )
 
 
@@ -336,7 +336,9 @@ class CoverageTest(unittest.TestCase):
         result = _pair({"//p:hidden": side}, {"//p:hidden": side})
         (item,) = result["one_side"]
         self.assertTrue(
-            item["reason"].startswith("never collected on both sides: m.Hidden: a unittest"),
+            item["reason"].startswith(
+                "never collected on both sides: defined but never collected by pytest: m.py::Hidden"
+            ),
             item,
         )
 

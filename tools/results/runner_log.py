@@ -3,8 +3,9 @@
 torch_test resources: wall_s=.. cpu_s=.. peak_rss_mib=.. children_peak_rss_mib=..
 torch_test: FAILED: ...; the last test that started: NODEID      (tools/runner/completion.py)
 *** SIGTERM (Bazel timeout?) while running NODEID (call): stacks of all threads ***
-===== tests the module defines but pytest never runs fail this target =====   (outcome_audit)
-MODULE.Class: a unittest.TestCase with tests (...) that pytest does not collect: ...
+torch_test: FAILED: the source's inventory:                     (tools/runner/completion.py)
+  defined but never ran: test_x.py::Class::test_y
+  defined but never collected by pytest: test_x.py::Class::test_z (unittest.TestCase Class)
 Current thread 0x... (most recent call first):                  (faulthandler's dump)
   File "...", line N in NAME
 """
@@ -15,9 +16,7 @@ RESOURCES = re.compile(r"torch_test resources: (.*)$", re.M)
 LAST_STARTED = re.compile(r"the last test that started: (.+?)\s*$", re.M)
 SIGTERM = re.compile(r"^\*\*\* SIGTERM .*?(?: while running (.+?) \((?:setup|call|teardown)\))?:")
 RUNFILES = re.compile(r'File "[^"]*?\.runfiles/')
-NEVER_RUN_SECTION = "tests the module defines but pytest never runs fail this target"
-# pytest's section rule: "==== title ====", or a bare rule ending the summary.
-SECTION = re.compile(r"^=+ ?(.*?) ?=+$")
+INVENTORY = "torch_test: FAILED: the source's inventory:"  # tools/runner/pytest_runner.py
 # Frames of the stack dump shown per hang: the innermost ones say where it hung.
 STACK_LINES = 12
 
@@ -68,13 +67,14 @@ def hang(text: str) -> tuple[str | None, str] | None:
 
 
 def never_run(text: str) -> list[str]:
-    """The lines of test_utils.outcome_audit's section of what the module defines and pytest
-    never ran (a test class never collected, a collection warning): no test.xml case shows them."""
+    """What the source defines and the run never ran, from the runner's inventory verdict (a
+    class pytest never collects, a case a conftest dropped): no test.xml case shows them."""
     found, inside = [], False
     for line in text.splitlines():
-        rule = SECTION.match(line.strip())
-        if rule:
-            inside = rule.group(1) == NEVER_RUN_SECTION
-        elif inside and line.strip():
+        if line.strip() == INVENTORY:
+            inside = True
+        elif inside and line.startswith("  defined but never "):
             found.append(line.strip())
+        else:
+            inside = False
     return found
