@@ -39,18 +39,18 @@ TEST_TIMES = {
         "distributed_tests/test_dynamo_distributed.py::TestSingleProc::test_no_split": 0.4,
     },
     "//distributed_tests:test_dynamo_distributed_multi_gpu": {
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_ddp_activation_checkpointing": 14.47,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_ddp_baseline_aot_eager_multiprocess": 6.48,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_fsdp_activation_checkpointing": 8.83,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_fsdp_aot_eager": 8.71,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_fsdp_inductor": 10.7,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_fsdp_setattr": 7.33,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_ddp_aot_eager": 20.56,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_ddp_aot_eager_static_graph": 19.54,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_ddp_inductor": 28.97,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_ddp_inductor_static_graph": 20.99,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_fsdp": 49.65,
-        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_fsdp_activation_checkpointing": 36.49,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_ddp_activation_checkpointing": 6.62,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_ddp_baseline_aot_eager_multiprocess": 7.13,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_fsdp_activation_checkpointing": 3.9,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_fsdp_aot_eager": 4.89,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_fsdp_inductor": 7.45,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_fsdp_setattr": 3.97,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_ddp_aot_eager": 14.81,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_ddp_aot_eager_static_graph": 16.78,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_ddp_inductor": 20.82,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_ddp_inductor_static_graph": 30.35,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_fsdp": 43.96,
+        "distributed_tests/test_dynamo_distributed.py::TestMultiProc::test_hf_bert_fsdp_activation_checkpointing": 28.74,
     },
     "//distributed_tests:test_embedding_ops": {
         "distributed_tests/test_embedding_ops.py::TestEmbeddingOpsCPU::test_sharded_embedding_colwise": 4.99,
@@ -58,9 +58,9 @@ TEST_TIMES = {
         "distributed_tests/test_embedding_ops.py::TestEmbeddingOpsCPU::test_sharded_embedding_rowwise": 0.38,
     },
     "//distributed_tests:test_embedding_ops_multi_gpu": {
-        "distributed_tests/test_embedding_ops.py::TestEmbeddingOpsCUDA::test_sharded_embedding_colwise": 11.68,
-        "distributed_tests/test_embedding_ops.py::TestEmbeddingOpsCUDA::test_sharded_embedding_colwise_max_norm_errors": 2.12,
-        "distributed_tests/test_embedding_ops.py::TestEmbeddingOpsCUDA::test_sharded_embedding_rowwise": 2.13,
+        "distributed_tests/test_embedding_ops.py::TestEmbeddingOpsCUDA::test_sharded_embedding_colwise": 4.28,
+        "distributed_tests/test_embedding_ops.py::TestEmbeddingOpsCUDA::test_sharded_embedding_colwise_max_norm_errors": 1.8,
+        "distributed_tests/test_embedding_ops.py::TestEmbeddingOpsCUDA::test_sharded_embedding_rowwise": 1.9,
     },
     "//dynamo_tests:test_aot_autograd": {
         "dynamo_tests/test_aot_autograd.py::AotAutogradFallbackTests::test_LSTM": 3.65,
@@ -122,6 +122,9 @@ TEST_TIMES = {
         "test_utils/tests/test_offline.py::test_only_loopback_interface": 0.0,
         "test_utils/tests/test_offline.py::test_public_name_does_not_resolve": 0.0,
     },
+    "//tools/remote:probe_multi_gpu": {
+        "tools/remote/probe.py::test_multi_gpu": 0.0,
+    },
     "//tools/runner/tests:test_runner_kills_ranks": {
         "tools/runner/tests/test_runner_kills_ranks.py::test_sigterm_to_runner_kills_every_rank": 7.08,
     },
@@ -134,12 +137,18 @@ TEST_TIMES = {
         "tools/selftest/probe_shards.py::test_f": 0.0,
         "tools/selftest/probe_shards.py::test_g": 0.0,
     },
+    "//upstream_style_tests:test_upstream_distributed_multi_gpu": {
+        "upstream_style_tests/test_upstream_distributed.py::TestAllReduceNccl::test_sum_of_ranks_on_gpus": 5.83,
+    },
 }
 
 GPU_PEAK_MIB = {
     "//distributed_tests:test_dynamo_distributed": 0,
     "//distributed_tests:test_dynamo_distributed_gpu": 10080,
+    "//distributed_tests:test_dynamo_distributed_multi_gpu": 8342,
+    "//distributed_tests:test_embedding_ops_multi_gpu": 6,
     "//dynamo_tests:test_aot_autograd": 0,
     "//dynamo_tests:test_recompile_ux": 0,
     "//dynamo_tests:test_recompile_ux_gpu": 2,
+    "//upstream_style_tests:test_upstream_distributed_multi_gpu": 0,
 }
