@@ -33,19 +33,24 @@ print(json.dumps(info))
 """
 
 
-def torch_build(python, env=None) -> dict:
+def ask(python, script: str, timeout: float, env=None):
+    """What `python -c script` prints as JSON on its last line, or None if it cannot say."""
     try:
         out = subprocess.run(
-            [str(python), "-c", _TORCH],
+            [str(python), "-c", script],
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=timeout,
             env=env,
             check=True,
         ).stdout
         return json.loads(out.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return {"torch": None, "torch_cuda": None, "nccl": None}
+        return None
+
+
+def torch_build(python, env=None) -> dict:
+    return ask(python, _TORCH, 300, env) or {"torch": None, "torch_cuda": None, "nccl": None}
 
 
 def interconnect(topology: str) -> str:

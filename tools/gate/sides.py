@@ -136,18 +136,7 @@ def check(side: Side) -> None:
 
 
 def probe(python: pathlib.Path, env: dict | None = None) -> dict | None:
-    try:
-        out = subprocess.run(
-            [str(python), "-c", _PROBE],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-            check=True,
-        ).stdout
-        return json.loads(out.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
+    return hardware.ask(python, _PROBE, 60, env)
 
 
 @functools.cache  # the host's, the same for both sides
