@@ -20,7 +20,6 @@ Exit status 1 when the file cannot be collected here (the stanza would be a gues
 
 import ast
 import dataclasses
-import importlib.util
 import json
 import os
 import pathlib
@@ -52,8 +51,9 @@ class Environment:
     def of_this_interpreter(cls) -> "Environment":
         """The interpreter running now, inside a Bazel target that has @pypi's torch and
         manifest.json (a data dep) in its runfiles: add_test's own self-tests."""
-        site = pathlib.Path(importlib.util.find_spec("torch").origin).parents[1]
-        manifest = json.loads((site.parent / "manifest.json").read_text())
+        # The runfiles' @pypi (torch itself may be the host interpreter's, in host mode).
+        runfiles = pathlib.Path(os.environ.get("RUNFILES_DIR") or os.environ["TEST_SRCDIR"])
+        manifest = json.loads((runfiles / "pypi" / "manifest.json").read_text())
         return cls(sys.executable, None, manifest, "this target's interpreter")
 
 

@@ -706,7 +706,11 @@ class SavedRunTest(unittest.TestCase):
             self.assertIn("not confirmed (a saved run", item["confirmation"]["verdict"])
             self.assertEqual(data["comparison"]["coverage"]["cases_compared"], 4)
             self.assertIn("## Hardware", (tmp / "r" / "report.md").read_text())
-            self.assertEqual(data["sides"]["candidate"]["hardware"]["gpu_count"], 0)
+            # This host's own GPUs, as nvidia-smi lists them (none on a CPU host).
+            self.assertEqual(
+                data["sides"]["candidate"]["hardware"]["gpu_count"],
+                hardware.fingerprint()["gpu_count"],
+            )
 
     def test_a_directory_that_is_no_saved_run_is_a_bad_side(self):
         with tempfile.TemporaryDirectory() as tmp:

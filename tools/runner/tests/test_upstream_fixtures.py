@@ -7,7 +7,9 @@ import pathlib
 
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "upstream_style_tests"
+# The runfiles' copy, not the source tree's: pytest looks for an ini file above its arguments,
+# and the tree's pyproject.toml is no input of this test (tools/runner/process/read_audit.py).
+FIXTURES = pathlib.Path(__file__).absolute().parents[3] / "upstream_style_tests"
 
 
 def _run(tmp_path, name, **env):
