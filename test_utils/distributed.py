@@ -13,10 +13,8 @@ How a run works, and why:
   spawn switches to fresh interpreters (slower; for comparison and debugging).
 - Rendezvous goes through a FileStore in a fresh file; nothing here binds a port.
 - Each rank leads its own process group, so one killpg also reaches its grandchildren (inductor
-  compile workers). If the test process dies without cleaning up (SIGKILL), the kernel signals
-  the forkserver, which kills every rank's group and exits at once, without tearing down its
-  torch (test_utils.forkserver_lifeline); a watchdog thread in each rank kills that group too,
-  and PR_SET_PDEATHSIG kills the rank when the forkserver exits.
+  compile workers). If the test process dies without cleaning up (SIGKILL), a watchdog thread
+  in each rank kills that group, and PR_SET_PDEATHSIG kills the rank when the forkserver exits.
 - Rank output goes to per-rank log files; SIGUSR1 makes a rank dump all its Python stacks.
 - The parent watches reports and exits. After the first failure the other ranks get GRACE_S to
   report (they are often stuck in a collective with the dead rank); ranks still running then,
@@ -62,7 +60,6 @@ LOG_TAIL_LINES = 40
 START_METHODS = ("forkserver", "spawn")
 # Imported once in the forkserver; every rank inherits them (~1 s of imports per rank saved).
 FORKSERVER_PRELOAD = (
-    "test_utils.forkserver_lifeline",  # first: armed before torch's import
     "torch",
     "torch.distributed",
     "torch.distributed.tensor",
@@ -163,10 +160,7 @@ def _context():
         ctx.set_forkserver_preload(list(FORKSERVER_PRELOAD))
         # NVML answers torch.cuda.is_available() if a preload asks; the CUDA runtime would
         # initialise the driver in the server, and CUDA does not survive fork.
-        with (
-            process_env.while_starting("PYTORCH_NVML_BASED_CUDA_CHECK", "1"),
-            process_env.while_starting(envvars.FORKSERVER, "1"),  # forkserver_lifeline arms
-        ):
+        with process_env.while_starting("PYTORCH_NVML_BASED_CUDA_CHECK", "1"):
             probe = ctx.Process(target=_noop, name="forkserver-warm-up")
             probe.start()
         probe.join(default_timeout())
@@ -185,7 +179,7 @@ def _context():
 
 def _stop_forkserver() -> None:
     """At exit, end the forkserver at once. On its own it notices this process is gone (its
-    'alive' pipe closes, and its parent-death signal fires), but that is after this process."""
+    'alive' pipe closes) but then needs ~1 s to tear down the torch it imported."""
     from multiprocessing import forkserver
 
     pid = getattr(forkserver._forkserver, "_forkserver_pid", None)

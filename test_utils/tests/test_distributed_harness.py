@@ -308,31 +308,19 @@ def driver_env():
 
 _DRIVER = """
 import importlib, sys
-from test_utils import distributed
-distributed.FORKSERVER_PRELOAD += tuple(sys.argv[3:])  # imported by the forkserver, last
+from test_utils.distributed import run_ranks
 tests = importlib.import_module(sys.argv[1])
-hang = tests._record_pids_and_hang
-distributed.run_ranks(hang, 2, backend="gloo", args=(sys.argv[2],), timeout=120)
+run_ranks(tests._record_pids_and_hang, 2, backend="gloo", args=(sys.argv[2],), timeout=120)
 """
-
-# Stands for the forkserver's own exit work (tearing down torch), which a loaded host stretches
-# past any wait: registered last, the first thing its interpreter's exit would do.
-_SLOW_EXIT = "import atexit, time\natexit.register(time.sleep, 600)\n"
 
 
 def test_ranks_die_when_the_test_process_is_killed(tmp_path, driver_env):
-    # SIGKILL leaves no `finally`: the forkserver's parent-death signal, PDEATHSIG and the
-    # ranks' watchdog must clean up, without waiting for any process's own exit work (here a
-    # forkserver whose exit would take 600 s).
+    # SIGKILL leaves no `finally`: PDEATHSIG and the ranks' watchdog must clean up.
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
-    (tmp_path / "slow_exit.py").write_text(_SLOW_EXIT)
-    driver_env["PYTHONPATH"] += os.pathsep + str(tmp_path)
     with (tmp_path / "driver.log").open("w") as log:
         driver = subprocess.Popen(
-            [sys.executable, "-c", _DRIVER, __name__, str(pid_dir), "slow_exit"],
-            env=driver_env,
-            stderr=log,
+            [sys.executable, "-c", _DRIVER, __name__, str(pid_dir)], env=driver_env, stderr=log
         )
     try:
         _wait_for_pid_files(str(pid_dir), 4)

@@ -26,7 +26,6 @@ RUNNER_ENV = {
     "JOBS_DIR": "TORCH_TEST_JOBS_DIR",  # the thread budget's registry of running tests
     "SLOTS_PER_GPU": "TORCH_TEST_SLOTS_PER_GPU",  # overrides the GPU sharing policy
     "START_METHOD": "TORCH_TEST_START_METHOD",  # rank processes: "forkserver" or "spawn"
-    "FORKSERVER": "TORCH_TEST_FORKSERVER",  # "1" while the ranks' forkserver starts (distributed.py)
     "NODE_IDS": "TORCH_TEST_NODE_IDS",  # JSON [node id]: run exactly these (the gate's re-runs)
     "READ_AUDIT": "TORCH_TEST_READ_AUDIT",  # where test processes record undeclared reads
     "VEC_ISA_MEMO": "TORCH_TEST_VEC_ISA_MEMO",  # inductor's ISA probes' memo, or "off"
