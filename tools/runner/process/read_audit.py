@@ -66,7 +66,19 @@ class Audit:
         if not real.startswith(self.workspace + "/"):
             return None
         relative = real[len(self.workspace) + 1 :]
-        return None if relative in self.declared else relative
+        if relative in self.declared or self._bytecode_of_declared(relative):
+            return None
+        return relative
+
+    def _bytecode_of_declared(self, relative: str) -> bool:
+        """`dir/__pycache__/name.<tag>.pyc` of a declared `dir/name.py`: Python's cache of an
+        input (written beside the sources where the input tree is writable, as on a remote
+        worker), keyed by that source, so it adds nothing Bazel does not key by."""
+        directory, name = os.path.split(relative)
+        parent, cache = os.path.split(directory)
+        if cache != "__pycache__" or not name.endswith(".pyc"):
+            return False
+        return os.path.join(parent, name.split(".", 1)[0] + ".py") in self.declared
 
     def hook(self, event: str, args: tuple) -> None:
         if event != "open":

@@ -60,6 +60,19 @@ def test_a_file_inside_a_declared_source_directory_is_undeclared(tree):
     assert audit.undeclared(str(runfiles_workspace / "pkg/goldens/a.txt")) == "pkg/goldens/a.txt"
 
 
+def test_the_bytecode_of_a_declared_module_is_no_input_but_other_bytecode_is(tree):
+    # A remote worker's input tree is writable: Python caches a declared module beside it.
+    workspace, _, audit = tree
+    cache = workspace / "tools/runner/process/__pycache__"
+    cache.mkdir()
+    for name in ("read_audit.cpython-311.pyc", "golden.cpython-311.pyc"):
+        (cache / name).write_bytes(b"")
+    assert audit.undeclared(str(cache / "read_audit.cpython-311.pyc")) is None
+    assert audit.undeclared(str(cache / "golden.cpython-311.pyc")) == (
+        "tools/runner/process/__pycache__/golden.cpython-311.pyc"
+    )
+
+
 def test_a_link_elsewhere_into_the_workspace_is_followed(tree, tmp_path):
     workspace, _, audit = tree
     link = tmp_path / "scratch" / "innocent.txt"
