@@ -4,9 +4,9 @@
 # that loads with it; built once into a cached venv by tools/gate/candidate.py), over every
 # target a CPU host runs. Exit status is the gate's: 0 complete and green, 1 a regression,
 # 4 incomplete (something ran on one side only), 2/3 bad input or Bazel failure.
-# torchrec's target is gated only when a torchrec/fbgemm release loads with the candidate; when
-# none does, it is left out by name and the measured reason is printed (and is in the report's
-# package table as "absent").
+# The tests that need torchrec are gated only when a torchrec/fbgemm release loads with the
+# candidate; when none does, each is left out (found by query) and the measured reason is printed
+# (and is in the report's package table as "absent").
 # Usage: tools/gate/ci_gate.sh [TARGET...]   (default //...)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -15,8 +15,13 @@ python="$(python3 tools/gate/candidate.py "$spec")"
 targets=("${@:-//...}")
 reason="$(python3 tools/gate/candidate.py --missing-reason "$spec")"
 if [[ -n $reason && $# -eq 0 ]]; then
-  echo "ci_gate: not gating //dynamo_tests:test_torchrec on $spec: $reason"
-  targets+=(-//dynamo_tests:test_torchrec)
+  # Every test that needs torchrec, by query: the seed's and any file from elsewhere that uses it.
+  mapfile -t needing < <(tools/bazel query "kind(py_test, rdeps(//..., @pypi//:torchrec))" 2>/dev/null)
+  ((${#needing[@]})) || { echo "ci_gate: the query of the tests needing torchrec failed" >&2; exit 3; }
+  for target in "${needing[@]}"; do
+    echo "ci_gate: not gating $target on $spec: $reason"
+    targets+=("-$target")
+  done
 fi
 out="${GATE_REPORT_DIR:-$(mktemp -d /tmp/torch_tests_gate_report.XXXXXX)}"
 status=0
