@@ -232,13 +232,9 @@ def declared_variants(every: list[str]) -> dict[str, list[str]]:
     return declared
 
 
-def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: str):
-    """One plain pytest process, as `label`'s variant runs it: (process, wall, summary line)."""
-    source, variant = variant_of(label)
-    caches = KERNEL_CACHE / "pytest"  # bytecode here, compiled once (bench/plain_env.py)
-    env = plain_env.plain_pytest_env(variant, str(ROOT), caches, python, kernels=kernels)
-    env[envvars.DECLARED_VARIANTS] = json.dumps(declared[source])
-    cmd = [
+def pytest_command(python: str) -> list[str]:
+    """Plain pytest as the benches run it: quiet, the session plugin, no cache provider."""
+    return [
         python,
         "-m",
         "pytest",
@@ -248,6 +244,15 @@ def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: 
         "-p",
         "no:cacheprovider",
     ]
+
+
+def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: str):
+    """One plain pytest process, as `label`'s variant runs it: (process, wall, summary line)."""
+    source, variant = variant_of(label)
+    caches = KERNEL_CACHE / "pytest"  # bytecode here, compiled once (bench/plain_env.py)
+    env = plain_env.plain_pytest_env(variant, str(ROOT), caches, python, kernels=kernels)
+    env[envvars.DECLARED_VARIANTS] = json.dumps(declared[source])
+    cmd = pytest_command(python)
     proc, wall = timed([*cmd, *args], env=env)
     return proc, wall, (proc.stdout.strip().splitlines() or ["?"])[-1]
 

@@ -145,16 +145,7 @@ def pytest_env(python: str) -> dict:
 
 def run_pytest(python: str, extra: list[str]) -> tuple[float, str]:
     host_suite.cold_kernel_cache()
-    cmd = [
-        python,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "tools.runner.session.plugin",
-        "-p",
-        "no:cacheprovider",
-    ]
+    cmd = host_suite.pytest_command(python)
     proc, wall = host_suite.timed([*cmd, *extra, PACKAGE], env=pytest_env(python))
     if proc.returncode:
         raise SystemExit(
