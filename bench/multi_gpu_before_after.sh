@@ -27,7 +27,9 @@
 #                            expecttest, which the image lacks and cannot download); optional
 #   OUT                      output folder (default bench/results/multi_gpu)
 #   STATE_DIR                kept between calls (default /tmp/torch_tests_multi_gpu_before_after)
-#   TAG_FILTERS              --test_tag_filters of both runs (default multi_gpu)
+#   TAG_FILTERS              --test_tag_filters of both runs (default multi_gpu; empty: all)
+#   FORGET_PEAKS=1           `before` starts from no recorded GPU peak at all (every GPU target
+#                            leases whole GPUs), as a tree did before peaks were recorded
 #   TARGETS                  patterns (default //...)
 source "$(dirname "$0")/lib.sh"
 stages="${1:-all}"
@@ -39,7 +41,7 @@ read -r -a targets <<<"${TARGETS:-//...}"
 # NVLink multicast stays off on shared GPU hosts; the macro also sets these for GPU tests.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export TORCH_TEST_PYTHON="${TORCH_TEST_PYTHON:-$(command -v python3)}"
-flags=(--test_tag_filters="${TAG_FILTERS:-multi_gpu}" --build_tests_only --test_output=errors)
+flags=(--test_tag_filters="${TAG_FILTERS-multi_gpu}" --build_tests_only --test_output=errors)
 for var in NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS; do
   flags+=(--test_env="$var" --action_env="$var")
 done
@@ -58,7 +60,7 @@ setup() {
     "$TORCH_TEST_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())'
   } >"${out}/env.txt" 2>&1
   local start=$SECONDS
-  "$BAZEL" build --build_tag_filters="${TAG_FILTERS:-multi_gpu}" "${targets[@]}" >>"${out}/env.txt" 2>&1
+  "$BAZEL" build --build_tag_filters="${TAG_FILTERS-multi_gpu}" "${targets[@]}" >>"${out}/env.txt" 2>&1
   echo "setup build: $((SECONDS - start)) s" | tee -a "${out}/env.txt"
   "$TORCH_TEST_PYTHON" bench/multi_gpu_table.py fill-memo | tee -a "${out}/env.txt"
 }
@@ -91,6 +93,7 @@ table() {
 [[ $stages == after ]] || setup
 if [[ $stages != after ]]; then
   rm -f "${state}"/{before,after}.json
+  if [[ ${FORGET_PEAKS:-} == 1 ]]; then python3 bench/multi_gpu_table.py forget-peaks | tee -a "${out}/env.txt"; fi
   run before
   python3 tools/update_test_times.py "${state}/before.bep.json" | tee -a "${out}/env.txt"
   cp tools/test_times.bzl "${out}/test_times.bzl"

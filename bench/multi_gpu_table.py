@@ -1,6 +1,7 @@
 """bench/multi_gpu_before_after.sh's Python side: the vector-ISA memo, run summaries, the table.
 
     python3 bench/multi_gpu_table.py fill-memo
+    python3 bench/multi_gpu_table.py forget-peaks
     python3 bench/multi_gpu_table.py summarize NAME EVENTS WALL EXIT SUMMARY.json ARCHIVE.tgz
     python3 bench/multi_gpu_table.py render SUMMARY.json...   > table.md
 
@@ -122,10 +123,21 @@ def fill_memo() -> None:
     print(f"vec-ISA memo filled: {fill_vec_isa_memo(sys.executable)}")
 
 
+def forget_peaks() -> None:
+    """Rewrites tools/test_times.bzl without GPU peaks (the case seconds stay): the state of a
+    tree before any peak was recorded, in which every GPU target leases whole GPUs."""
+    from tools import update_test_times
+
+    times, peaks = update_test_times.read()
+    update_test_times.TIMES.write_text(update_test_times.render(times, {}))
+    print(f"forgot the GPU peaks of {len(peaks)} targets")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("fill-memo")
+    sub.add_parser("forget-peaks")
     one = sub.add_parser("summarize")
     for arg in ("name", "events", "wall", "code", "summary", "archive"):
         one.add_argument(arg)
@@ -134,6 +146,8 @@ def main(argv: list[str]) -> int:
     options = parser.parse_args(argv)
     if options.command == "fill-memo":
         fill_memo()
+    elif options.command == "forget-peaks":
+        forget_peaks()
     elif options.command == "summarize":
         summarize(
             *(getattr(options, a) for a in ("name", "events", "wall", "code")),
