@@ -75,6 +75,11 @@ class Side:
 
     def env(self, base: dict) -> dict:
         env = {k: v for k, v in base.items() if k not in MODE_VARS}
+        if self.kind in ("pinned", "lock"):
+            # A lock's torch is taken for a CPU build (tools/platforms/host_hardware.bzl): on a
+            # GPU host such a side asks for its CPU variants, as `--config=cpu` does, instead
+            # of stopping at the host's GPUs; its GPU variants are SKIPPED, so not compared.
+            env[envvars.CPU_ONLY] = "1"
         if self.kind == "lock":
             env[envvars.LOCK] = str(self.path)
         elif self.kind == "python":

@@ -620,6 +620,12 @@ class BadInputTest(unittest.TestCase):
         lock = sides.parse("candidate", f"lock:{self.tmp}/x.lock")
         self.assertEqual(lock.env(env)["TORCH_TEST_LOCK"], str(self.tmp / "x.lock"))
         self.assertNotIn("TORCH_TEST_PYTHON", lock.env(env))
+        # Lock sides run their CPU variants on a GPU host instead of stopping there.
+        self.assertEqual(pinned.env(env)["TORCH_TEST_CPU_ONLY"], "1")
+        self.assertEqual(lock.env(env)["TORCH_TEST_CPU_ONLY"], "1")
+        self.assertNotIn(
+            "TORCH_TEST_CPU_ONLY", sides.parse("candidate", "/usr/bin/python3").env(env)
+        )
         self.assertNotEqual(lock.key, sides.parse("candidate", f"lock:{self.tmp}/y.lock").key)
 
     def test_report_directory_defaults_under_the_gate_cache(self):
