@@ -37,7 +37,7 @@ RESULTS_DIR/host_suite.md (default bench/results):
                all test-case seconds / cores), test-case seconds from the uncontended pytest run.
            A test occupies its variant's GPUs for its seconds, each GPU wholly or by the share
            the default policy leased it in the Bazel run (`torch_test lease:` lines, e.g. 2 of
-           8 slots): only tests that cannot share count one after another, as the policy
+           16 slots): only tests that cannot share count one after another, as the policy
            runs them. Tests of N GPUs that leased them whole run at most GPUs // N at once
            (one per disjoint set of N GPUs), so their seconds / (GPUs // N) is a bound too,
            tighter than GPU capacity / GPUs where N does not divide the host's GPUs.

@@ -28,8 +28,11 @@ from collections.abc import Callable
 
 from tools.hardware import envvars, probe
 
-# Slots per GPU: at most this many tests share one GPU (an H100's slot is ~10 GiB).
-DEFAULT_SLOTS = 8
+# Slots per GPU: at most this many tests share one GPU. An H100's slot is ~5 GiB: with ~10 GiB
+# slots a 1 GiB test held 10 GiB and a 13.6 GiB one 20, so on a 4xH100 host the recorded
+# tests asked for 36 slots of 32 although their memory fits at once (49 of 64 at ~5 GiB), and
+# 4-GPU tests waited for slots (bench/results/multi_gpu_before_after_2026-11-26_nvidia-h100-x4.md).
+DEFAULT_SLOTS = 16
 MARGIN = 1.25
 CONTEXT_MIB = 1024
 

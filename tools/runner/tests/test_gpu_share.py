@@ -11,9 +11,9 @@ H100_MIB = 81559
     "peak, each",
     [
         ("100", 1),  # ~1.1 GiB with the margin: one slot, beside anything
-        ("4000", 1),
-        ("10080", 2),  # test_dynamo_distributed_gpu's H100 record: ~13.6 GiB
-        ("40000", 6),
+        ("4000", 2),
+        ("10080", 3),  # test_dynamo_distributed_gpu's H100 record: ~13.6 GiB
+        ("40000", 11),
     ],
 )
 def test_a_recorded_peak_takes_the_slots_its_memory_needs(peak, each):
@@ -25,11 +25,17 @@ def test_a_recorded_peak_takes_the_slots_its_memory_needs(peak, each):
     assert share_mib >= int(peak) * gpu_share.MARGIN + gpu_share.CONTEXT_MIB
 
 
+def test_a_small_test_holds_little_more_than_it_needs():
+    # Slots are memory: a ~1 GiB test must not hold a tenth of an H100 while others wait.
+    decision = gpu_share.decide({"TORCH_TEST_GPU_PEAK_MIB": "100"}, lambda: H100_MIB)
+    assert H100_MIB * decision.slots_each / decision.slots_per_gpu < 6 * 1024
+
+
 @pytest.mark.parametrize(
     "env, memory, reason",
     [
         ({}, H100_MIB, "no peak"),
-        ({"TORCH_TEST_GPU_PEAK_MIB": "60000"}, H100_MIB, "every slot"),
+        ({"TORCH_TEST_GPU_PEAK_MIB": "62000"}, H100_MIB, "every slot"),
         ({"TORCH_TEST_GPU_PEAK_MIB": "100", "TORCH_TEST_WHOLE_GPU": "1"}, H100_MIB, "whole"),
         ({"TORCH_TEST_GPU_PEAK_MIB": "100"}, None, "unknown"),
     ],
