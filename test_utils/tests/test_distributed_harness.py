@@ -308,20 +308,29 @@ def driver_env():
 
 _DRIVER = """
 import importlib, sys
-from test_utils.distributed import run_ranks
+from test_utils import distributed
+distributed.FORKSERVER_PRELOAD = (*sys.argv[3:], *distributed.FORKSERVER_PRELOAD)
 tests = importlib.import_module(sys.argv[1])
-run_ranks(tests._record_pids_and_hang, 2, backend="gloo", args=(sys.argv[2],), timeout=120)
+hang = tests._record_pids_and_hang
+distributed.run_ranks(hang, 2, backend="gloo", args=(sys.argv[2],), timeout=120)
 """
+
+# Stands for the exit work of what the forkserver preloads (torch's atexit handlers and
+# teardown: CPU work a loaded host stretches past any wait). Preloaded first, so it is the
+# last exit work an interpreter would do: the server must end without doing it.
+_SLOW_EXIT = "import atexit, time\natexit.register(time.sleep, 600)\n"
 
 
 def test_ranks_die_when_the_test_process_is_killed(tmp_path, driver_env):
-    # SIGKILL leaves no `finally`: PDEATHSIG and the ranks' watchdog must clean up.
+    # SIGKILL leaves no `finally`: the forkserver, PDEATHSIG and the ranks' watchdog must clean
+    # up, and the forkserver must end without its exit work (here 600 s of it).
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
+    (tmp_path / "slow_exit.py").write_text(_SLOW_EXIT)
+    driver_env["PYTHONPATH"] += os.pathsep + str(tmp_path)
+    command = [sys.executable, "-c", _DRIVER, __name__, str(pid_dir), "slow_exit"]
     with (tmp_path / "driver.log").open("w") as log:
-        driver = subprocess.Popen(
-            [sys.executable, "-c", _DRIVER, __name__, str(pid_dir)], env=driver_env, stderr=log
-        )
+        driver = subprocess.Popen(command, env=driver_env, stderr=log)
     try:
         _wait_for_pid_files(str(pid_dir), 4)
         tree = _descendants(driver.pid)  # forkserver, resource tracker, ranks, grandchildren
@@ -348,6 +357,28 @@ def test_forkserver_ends_with_the_test_process(tmp_path, driver_env):
     helpers = {int(pid) for pid in out.read_text().split()}  # forkserver, resource tracker
     assert len(helpers) == 2, helpers
     assert not _wait_until_gone(helpers, timeout=0.5), "helpers outlived the test process"
+
+
+_UNARMED_DRIVER = """
+import sys
+from test_utils import distributed
+distributed.FORKSERVER_PRELOAD = (sys.argv[1], *distributed.FORKSERVER_PRELOAD)
+try:
+    distributed.warm_up()
+finally:
+    distributed._stop_forkserver()
+"""
+
+
+def test_a_forkserver_whose_exit_is_not_armed_is_refused(tmp_path, driver_env):
+    # The forkserver ignores a preload's ImportError, which once left its exit unarmed unseen.
+    breaker = f"import sys\nsys.modules[{distributed.SERVER_EXIT!r}] = None  # ImportError\n"
+    (tmp_path / "unarm_server_exit.py").write_text(breaker)
+    driver_env["PYTHONPATH"] += os.pathsep + str(tmp_path)
+    command = [sys.executable, "-c", _UNARMED_DRIVER, "unarm_server_exit"]
+    result = subprocess.run(command, env=driver_env, capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr
+    assert f"the forkserver did not arm {distributed.SERVER_EXIT}" in result.stderr
 
 
 # ---------------------------------------------------------------------------------------------
