@@ -182,14 +182,19 @@ def _record_pids_and_hang(pid_dir: str):
     _sleep_forever()
 
 
-def _wait_for_pid_files(pid_dir: str, count: int, timeout: float = 60.0) -> list[int]:
+def _wait_for_pid_files(pid_dir: str, count: int, driver=None) -> list[int]:
+    """The pids the ranks wrote, once `count` are there; fails at once if `driver` ended."""
+    # Ranks start after imports of torch (in a driver, then its forkserver), which a loaded host
+    # stretches to minutes: the only bound is the test's own deadline.
+    timeout = distributed.default_timeout()
     until = time.monotonic() + timeout
-    while time.monotonic() < until:
+    while time.monotonic() < until and (driver is None or driver.poll() is None):
         names = [n for n in os.listdir(pid_dir) if not n.endswith(".tmp")]
         if len(names) >= count:
             return [int(pathlib.Path(pid_dir, n).read_text()) for n in names]
         time.sleep(0.05)
-    raise AssertionError(f"ranks wrote {os.listdir(pid_dir)} within {timeout} s")
+    ended = "" if driver is None else f" (driver exit code {driver.returncode})"
+    raise AssertionError(f"ranks wrote {os.listdir(pid_dir)} within {timeout:.0f} s{ended}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,7 +337,7 @@ def test_ranks_die_when_the_test_process_is_killed(tmp_path, driver_env):
     with (tmp_path / "driver.log").open("w") as log:
         driver = subprocess.Popen(command, env=driver_env, stderr=log)
     try:
-        _wait_for_pid_files(str(pid_dir), 4)
+        _wait_for_pid_files(str(pid_dir), 4, driver)
         tree = _descendants(driver.pid)  # forkserver, resource tracker, ranks, grandchildren
     finally:
         driver.kill()
@@ -362,7 +367,7 @@ def test_forkserver_ends_with_the_test_process(tmp_path, driver_env):
 _UNARMED_DRIVER = """
 import sys
 from test_utils import distributed
-distributed.FORKSERVER_PRELOAD = (sys.argv[1], *distributed.FORKSERVER_PRELOAD)
+distributed.FORKSERVER_PRELOAD = (sys.argv[1], distributed.SERVER_EXIT)  # no torch: quicker
 try:
     distributed.warm_up()
 finally:
