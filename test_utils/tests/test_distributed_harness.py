@@ -364,26 +364,21 @@ def test_forkserver_ends_with_the_test_process(tmp_path, driver_env):
     assert not _wait_until_gone(helpers, timeout=0.5), "helpers outlived the test process"
 
 
-_UNARMED_DRIVER = """
-import sys
-from test_utils import distributed
-distributed.FORKSERVER_PRELOAD = (sys.argv[1], distributed.SERVER_EXIT)  # no torch: quicker
-try:
-    distributed.warm_up()
-finally:
-    distributed._stop_forkserver()
-"""
+def test_warm_up_refuses_a_forkserver_whose_exit_is_not_armed(monkeypatch):
+    # The forkserver ignores a preload's ImportError, which once left its exit unarmed unseen;
+    # warm_up runs this check in a process the server forked (its parent).
+    from test_utils import distributed_server_exit as server_exit
 
-
-def test_a_forkserver_whose_exit_is_not_armed_is_refused(tmp_path, driver_env):
-    # The forkserver ignores a preload's ImportError, which once left its exit unarmed unseen.
-    breaker = f"import sys\nsys.modules[{distributed.SERVER_EXIT!r}] = None  # ImportError\n"
-    (tmp_path / "unarm_server_exit.py").write_text(breaker)
-    driver_env["PYTHONPATH"] += os.pathsep + str(tmp_path)
-    command = [sys.executable, "-c", _UNARMED_DRIVER, "unarm_server_exit"]
-    result = subprocess.run(command, env=driver_env, capture_output=True, text=True)
-    assert result.returncode == 1, result.stderr
-    assert f"the forkserver did not arm {distributed.SERVER_EXIT}" in result.stderr
+    monkeypatch.setitem(sys.modules, distributed.SERVER_EXIT, None)  # its import failed
+    with pytest.raises(SystemExit) as unarmed:
+        distributed._check_server_exit()
+    assert unarmed.value.code == distributed._SERVER_EXIT_UNARMED
+    monkeypatch.setitem(sys.modules, distributed.SERVER_EXIT, server_exit)
+    monkeypatch.setattr(server_exit, "_armed_pid", os.getpid())  # armed, in another process
+    with pytest.raises(SystemExit):
+        distributed._check_server_exit()
+    monkeypatch.setattr(server_exit, "_armed_pid", os.getppid())
+    distributed._check_server_exit()  # armed in its parent: goes on
 
 
 # ---------------------------------------------------------------------------------------------
