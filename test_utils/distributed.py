@@ -13,8 +13,10 @@ How a run works, and why:
   spawn switches to fresh interpreters (slower; for comparison and debugging).
 - Rendezvous goes through a FileStore in a fresh file; nothing here binds a port.
 - Each rank leads its own process group, so one killpg also reaches its grandchildren (inductor
-  compile workers). If the test process dies without cleaning up (SIGKILL), a watchdog thread
-  in each rank kills that group, and PR_SET_PDEATHSIG kills the rank when the forkserver exits.
+  compile workers). If the test process dies without cleaning up (SIGKILL), the forkserver
+  kills every rank's group and exits at once, without tearing down its torch
+  (test_utils.distributed_server_exit); a watchdog thread in each rank kills that group too,
+  and PR_SET_PDEATHSIG kills the rank when the forkserver exits.
 - Rank output goes to per-rank log files; SIGUSR1 makes a rank dump all its Python stacks.
 - The parent watches reports and exits. After the first failure the other ranks get GRACE_S to
   report (they are often stuck in a collective with the dead rank); ranks still running then,
@@ -58,6 +60,7 @@ REAP_WAIT_S = 10.0
 LOG_TAIL_LINES = 40
 
 START_METHODS = ("forkserver", "spawn")
+SERVER_EXIT = "test_utils.distributed_server_exit"
 # Imported once in the forkserver; every rank inherits them (~1 s of imports per rank saved).
 FORKSERVER_PRELOAD = (
     "torch",
@@ -67,6 +70,7 @@ FORKSERVER_PRELOAD = (
     __name__,
     "test_utils.rank_process",
     "test_utils.multiprocess_testcase",
+    SERVER_EXIT,  # last: its exit hook runs before those of every module above
 )
 
 
@@ -161,9 +165,14 @@ def _context():
         # NVML answers torch.cuda.is_available() if a preload asks; the CUDA runtime would
         # initialise the driver in the server, and CUDA does not survive fork.
         with process_env.while_starting("PYTORCH_NVML_BASED_CUDA_CHECK", "1"):
-            probe = ctx.Process(target=_noop, name="forkserver-warm-up")
+            probe = ctx.Process(target=_check_server_exit, name="forkserver-warm-up")
             probe.start()
         probe.join(default_timeout())
+        if probe.exitcode == _SERVER_EXIT_UNARMED:
+            raise RuntimeError(
+                f"the forkserver did not arm {SERVER_EXIT} (it ignores a preload's ImportError: "
+                f"try `import {SERVER_EXIT}`); a killed test's forkserver would outlive it"
+            )
         if probe.exitcode != 0:
             probe.kill()
             raise RuntimeError(
@@ -178,8 +187,8 @@ def _context():
 
 
 def _stop_forkserver() -> None:
-    """At exit, end the forkserver at once. On its own it notices this process is gone (its
-    'alive' pipe closes) but then needs ~1 s to tear down the torch it imported."""
+    """At exit, end the forkserver at once. On its own it ends only once this process is gone
+    (its 'alive' pipe closes; test_utils.distributed_server_exit)."""
     from multiprocessing import forkserver
 
     pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
@@ -191,8 +200,14 @@ def _stop_forkserver() -> None:
         os.waitpid(pid, 0)
 
 
-def _noop() -> None:
-    pass
+_SERVER_EXIT_UNARMED = 3
+
+
+def _check_server_exit() -> None:
+    """In a process the forkserver forked: exit code _SERVER_EXIT_UNARMED unless it is armed."""
+    server_exit = sys.modules.get(SERVER_EXIT)
+    if server_exit is None or not server_exit.armed_in(os.getppid()):
+        sys.exit(_SERVER_EXIT_UNARMED)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -182,14 +182,19 @@ def _record_pids_and_hang(pid_dir: str):
     _sleep_forever()
 
 
-def _wait_for_pid_files(pid_dir: str, count: int, timeout: float = 60.0) -> list[int]:
+def _wait_for_pid_files(pid_dir: str, count: int, driver=None) -> list[int]:
+    """The pids the ranks wrote, once `count` are there; fails at once if `driver` ended."""
+    # Ranks start after imports of torch (in a driver, then its forkserver), which a loaded host
+    # stretches to minutes: the only bound is the test's own deadline.
+    timeout = distributed.default_timeout()
     until = time.monotonic() + timeout
-    while time.monotonic() < until:
+    while time.monotonic() < until and (driver is None or driver.poll() is None):
         names = [n for n in os.listdir(pid_dir) if not n.endswith(".tmp")]
         if len(names) >= count:
             return [int(pathlib.Path(pid_dir, n).read_text()) for n in names]
         time.sleep(0.05)
-    raise AssertionError(f"ranks wrote {os.listdir(pid_dir)} within {timeout} s")
+    ended = "" if driver is None else f" (driver exit code {driver.returncode})"
+    raise AssertionError(f"ranks wrote {os.listdir(pid_dir)} within {timeout:.0f} s{ended}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,22 +313,31 @@ def driver_env():
 
 _DRIVER = """
 import importlib, sys
-from test_utils.distributed import run_ranks
+from test_utils import distributed
+distributed.FORKSERVER_PRELOAD = (*sys.argv[3:], *distributed.FORKSERVER_PRELOAD)
 tests = importlib.import_module(sys.argv[1])
-run_ranks(tests._record_pids_and_hang, 2, backend="gloo", args=(sys.argv[2],), timeout=120)
+hang = tests._record_pids_and_hang
+distributed.run_ranks(hang, 2, backend="gloo", args=(sys.argv[2],), timeout=120)
 """
+
+# Stands for the exit work of what the forkserver preloads (torch's atexit handlers and
+# teardown: CPU work a loaded host stretches past any wait). Preloaded first, so it is the
+# last exit work an interpreter would do: the server must end without doing it.
+_SLOW_EXIT = "import atexit, time\natexit.register(time.sleep, 600)\n"
 
 
 def test_ranks_die_when_the_test_process_is_killed(tmp_path, driver_env):
-    # SIGKILL leaves no `finally`: PDEATHSIG and the ranks' watchdog must clean up.
+    # SIGKILL leaves no `finally`: the forkserver, PDEATHSIG and the ranks' watchdog must clean
+    # up, and the forkserver must end without its exit work (here 600 s of it).
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
+    (tmp_path / "slow_exit.py").write_text(_SLOW_EXIT)
+    driver_env["PYTHONPATH"] += os.pathsep + str(tmp_path)
+    command = [sys.executable, "-c", _DRIVER, __name__, str(pid_dir), "slow_exit"]
     with (tmp_path / "driver.log").open("w") as log:
-        driver = subprocess.Popen(
-            [sys.executable, "-c", _DRIVER, __name__, str(pid_dir)], env=driver_env, stderr=log
-        )
+        driver = subprocess.Popen(command, env=driver_env, stderr=log)
     try:
-        _wait_for_pid_files(str(pid_dir), 4)
+        _wait_for_pid_files(str(pid_dir), 4, driver)
         tree = _descendants(driver.pid)  # forkserver, resource tracker, ranks, grandchildren
     finally:
         driver.kill()
@@ -348,6 +362,23 @@ def test_forkserver_ends_with_the_test_process(tmp_path, driver_env):
     helpers = {int(pid) for pid in out.read_text().split()}  # forkserver, resource tracker
     assert len(helpers) == 2, helpers
     assert not _wait_until_gone(helpers, timeout=0.5), "helpers outlived the test process"
+
+
+def test_warm_up_refuses_a_forkserver_whose_exit_is_not_armed(monkeypatch):
+    # The forkserver ignores a preload's ImportError, which once left its exit unarmed unseen;
+    # warm_up runs this check in a process the server forked (its parent).
+    from test_utils import distributed_server_exit as server_exit
+
+    monkeypatch.setitem(sys.modules, distributed.SERVER_EXIT, None)  # its import failed
+    with pytest.raises(SystemExit) as unarmed:
+        distributed._check_server_exit()
+    assert unarmed.value.code == distributed._SERVER_EXIT_UNARMED
+    monkeypatch.setitem(sys.modules, distributed.SERVER_EXIT, server_exit)
+    monkeypatch.setattr(server_exit, "_armed_pid", os.getpid())  # armed, in another process
+    with pytest.raises(SystemExit):
+        distributed._check_server_exit()
+    monkeypatch.setattr(server_exit, "_armed_pid", os.getppid())
+    distributed._check_server_exit()  # armed in its parent: goes on
 
 
 # ---------------------------------------------------------------------------------------------
