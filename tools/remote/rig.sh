@@ -34,6 +34,8 @@
 #   RIG_PG_USER  the user PostgreSQL runs as when run as root (default postgres)
 #   RIG_WORKERS  a file of `NAME CAPACITY ARG...` lines, one worker each (default: the cpu and
 #                gpu workers above; tools/remote/gpu_host/rig_gpu.sh writes a GPU host's)
+#   RIG_EXTRA_POOLS  pools BuildGrid accepts besides the table's, space-separated (a GPU host's
+#                own model: tools/remote/gpu_host/rig_gpu.sh sets it)
 #   RIG_GRPC_DEFAULT_QUEUE=1  keep gRPC's default pending-call queue, which cancels the calls of a
 #                cold upload (for tools/remote/bench_cold_uploads.sh "before")
 set -euo pipefail
@@ -153,6 +155,7 @@ start_server() {
   local extra=() option
   for option in ${RIG_GRPC_SERVER_OPTIONS:-}; do extra+=("--grpc-server-option=${option}"); done
   [[ ${RIG_GRPC_DEFAULT_QUEUE:-0} == 1 ]] && extra+=(--grpc-default-queue)
+  for option in ${RIG_EXTRA_POOLS:-}; do extra+=("--pool=${option}"); done
   (cd "$root" && python3 -m tools.remote.buildgrid_config --port "$port" --redis-port "$redis_port" \
     --instance "$instance" --state "$RIG_DIR" --pg-socket "$pg" --threads "${RIG_THREADS:-200}" "${extra[@]}") \
     >"${RIG_DIR}/buildgrid.yml"

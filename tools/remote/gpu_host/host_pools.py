@@ -7,6 +7,8 @@ result's cache key (tools/build_defs/pools.bzl).
 
     python3 -m tools.remote.gpu_host.host_pools workers [--listing FILE]
         one line per worker of this host: NAME CAPACITY ARG... (tools/remote/rig.sh starts them)
+    python3 -m tools.remote.gpu_host.host_pools pools [--listing FILE]
+        the GPU pools it serves, space-separated (BuildGrid's labels: rig.sh's RIG_EXTRA_POOLS)
     python3 -m tools.remote.gpu_host.host_pools retarget [--listing FILE]
         sed expressions that rename the table's GPU pools to this host's (none if they match)
     python3 -m tools.remote.gpu_host.host_pools tag-filter [--listing FILE]
@@ -85,6 +87,12 @@ def workers(listing: str, cores: int, dev: str = "/dev") -> list[str]:
     ]
 
 
+def pools(listing: str) -> list[str]:
+    """The pools this host's GPU worker serves (BuildGrid must know them: RIG_EXTRA_POOLS)."""
+    _, table = read_pools()
+    return sorted(set(served_pools(*host_gpus(listing), table).values()))
+
+
 def retarget(listing: str) -> list[str]:
     """sed expressions renaming the table's GPU pools to this host's, where they differ."""
     _, table = read_pools()
@@ -121,7 +129,7 @@ def _listing(path: str | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=["workers", "retarget", "tag-filter"])
+    parser.add_argument("what", choices=["workers", "pools", "retarget", "tag-filter"])
     parser.add_argument(
         "--listing", help="a saved `nvidia-smi -L` (default: $RIG_GPU_LISTING, else nvidia-smi's)"
     )
@@ -131,6 +139,8 @@ def main() -> None:
         listing = _listing(args.listing)
         if args.what == "workers":
             lines = workers(listing, os.cpu_count() or 2, args.dev)
+        elif args.what == "pools":
+            lines = [" ".join(pools(listing))]
         elif args.what == "retarget":
             lines = retarget(listing)
         else:

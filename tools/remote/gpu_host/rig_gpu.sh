@@ -75,7 +75,9 @@ profile() {
 workers() {
   (cd "$root" && python3 -m tools.remote.gpu_host.host_pools workers --dev "$dev") \
     >"$RIG_WORKERS" || rig_die "no workers for this host (above)"
-  echo "rig_gpu: workers:"
+  RIG_EXTRA_POOLS="$(cd "$root" && python3 -m tools.remote.gpu_host.host_pools pools)"
+  export RIG_EXTRA_POOLS
+  echo "rig_gpu: workers (BuildGrid also takes ${RIG_EXTRA_POOLS}):"
   sed 's/^/  /' "$RIG_WORKERS"
 }
 

@@ -54,6 +54,7 @@ def test_workers_of_a_two_gpu_h100_host():
 
 
 def test_retarget_renames_only_what_differs_and_filters_what_the_host_lacks():
+    assert host_pools.pools(_listing(H100, H100)) == ["gpu-h100-x1", "gpu-h100-x2"]
     assert host_pools.retarget(_listing(*[H200] * 4)) == []
     assert host_pools.retarget(_listing(H100)) == ['s/"gpu-h200-x1"/"gpu-h100-x1"/']
     assert host_pools.tag_filter(_listing(H100)) == "-multi_gpu,-gpu_x4,-gpu_x8"
