@@ -77,14 +77,18 @@ def render(
     grpc_options: dict[str, str] | None = None,
     queue_options: bool = True,
     redis_port: int,
+    extra_pools: tuple[str, ...] = (),
 ) -> str:
     auth_dir = cas_dir.parent / "auth"
     key, pools = read_pools()
     q = json.dumps  # YAML accepts JSON strings; quoting keeps paths and names literal
+    # BuildGrid refuses work for a pool its property set lacks; a GPU host's workers serve the
+    # table's pools under the host's model (tools/remote/gpu_host/host_pools.py).
+    served = set(pools.values()) | set(extra_pools)
     labels = "\n".join(
         f"          - {{label: {q(pool)}, properties: [[{q(key)}, {q(pool)}]]}}"
         # The cpu pool first: actions that name no pool are matched to the first label.
-        for pool in sorted(set(pools.values()), key=lambda p: (p != pools.get("cpu"), p))
+        for pool in sorted(served, key=lambda p: (p != pools.get("cpu"), p))
     )
     all_options = {**(QUEUE_OPTIONS if queue_options else {}), **(grpc_options or {})}
     options = "".join(f"\n  {k}: {v}" for k, v in all_options.items())
@@ -180,6 +184,9 @@ def main() -> None:
         "--grpc-server-option", action="append", default=[], help="KEY=VALUE (a gRPC core arg)"
     )
     parser.add_argument(
+        "--pool", action="append", default=[], help="a pool besides the table's (repeatable)"
+    )
+    parser.add_argument(
         "--grpc-default-queue",
         action="store_true",
         help="keep gRPC's default pending-call queue (reproduces the cold-upload CANCELLED)",
@@ -195,6 +202,7 @@ def main() -> None:
             threads=args.threads,
             grpc_options=dict(o.split("=", 1) for o in args.grpc_server_option),
             queue_options=not args.grpc_default_queue,
+            extra_pools=tuple(args.pool),
         ),
         end="",
     )

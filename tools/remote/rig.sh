@@ -30,6 +30,12 @@
 #   RIG_PG_DOWN_S  seconds `restart postgres` keeps PostgreSQL down (default 0)
 #   RIG_POOL_DEAD_AFTER_S  seconds a pool may have no live worker before its queued actions
 #                fail with an error naming it (pool_watchdog.py)
+#   RIG_PG_BIN   PostgreSQL's bin folder (default: Debian's newest, installed if missing)
+#   RIG_PG_USER  the user PostgreSQL runs as when run as root (default postgres)
+#   RIG_WORKERS  a file of `NAME CAPACITY ARG...` lines, one worker each (default: the cpu and
+#                gpu workers above; tools/remote/gpu_host/rig_gpu.sh writes a GPU host's)
+#   RIG_EXTRA_POOLS  pools BuildGrid accepts besides the table's, space-separated (a GPU host's
+#                own model: tools/remote/gpu_host/rig_gpu.sh sets it)
 #   RIG_GRPC_DEFAULT_QUEUE=1  keep gRPC's default pending-call queue, which cancels the calls of a
 #                cold upload (for tools/remote/bench_cold_uploads.sh "before")
 set -euo pipefail
@@ -48,14 +54,19 @@ readonly pg="${RIG_DIR}/pg"
 # The rig imports modules from the checkout; leave no __pycache__ in it.
 export PYTHONDONTWRITEBYTECODE=1
 
-# as_postgres CMD...: PostgreSQL refuses to run as root; use its system user then.
+readonly pg_user="${RIG_PG_USER:-postgres}"
+
+# as_postgres CMD...: PostgreSQL refuses to run as root; use its system user then (from /: the
+# checkout may be in a folder that user cannot enter; every path given is absolute).
 as_postgres() {
-  if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+  if [[ $(id -u) == 0 ]]; then (cd / && runuser -u "$pg_user" -- "$@"); else "$@"; fi
 }
 
-# ensure_debian PACKAGE PATH: installs Debian's PACKAGE unless PATH (a glob) exists.
+# ensure_debian PACKAGE PATH [COMMAND]: installs Debian's PACKAGE unless PATH (a glob) exists or
+# COMMAND is on PATH.
 ensure_debian() {
   compgen -G "$2" >/dev/null && return
+  [[ -n ${3:-} ]] && command -v "$3" >/dev/null && return
   [[ $(id -u) == 0 ]] || rig_die "$1 is missing; run: sudo apt-get install $1"
   echo "rig: installing Debian's $1" >&2
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
@@ -63,6 +74,7 @@ ensure_debian() {
 }
 
 pg_bin() {
+  [[ -n ${RIG_PG_BIN:-} ]] && { echo "$RIG_PG_BIN"; return; }
   ensure_debian postgresql '/usr/lib/postgresql/*/bin'
   ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1
 }
@@ -84,6 +96,8 @@ ensure_venv() {
 pg_start() {
   # Unix socket only (no TCP at all); durability is irrelevant for a throw-away rig.
   local settings="-c listen_addresses='' -c unix_socket_directories=${pg} -c max_connections=200"
+  # No JIT (its LLVM library is not carried to GPU hosts) and GMT, which needs no tzdata.
+  settings+=" -c jit=off -c timezone=GMT -c log_timezone=GMT"
   settings+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
   as_postgres "${1}/pg_ctl" -D "${pg}/data" -l "${pg}/postgres.log" -w -s start -o "$settings" ||
     rig_die "PostgreSQL did not start; see ${pg}/postgres.log"
@@ -94,9 +108,9 @@ pg_stop() { as_postgres "${1}/pg_ctl" -D "${pg}/data" -m fast -w -s stop; }
 start_postgres() {
   local bin="$1"
   mkdir -p "$pg"
-  [[ $(id -u) == 0 ]] && chown postgres: "$pg"
+  [[ $(id -u) == 0 ]] && chown "${pg_user}:" "$pg"
   chmod 700 "$pg"
-  as_postgres "${bin}/initdb" -D "${pg}/data" -U bgd --auth=trust -E UTF8 --no-instructions \
+  as_postgres env TZ=GMT "${bin}/initdb" -D "${pg}/data" -U bgd --auth=trust -E UTF8 --no-instructions \
     >"${logs}/initdb.log" 2>&1 || rig_die "initdb failed; see ${logs}/initdb.log"
   pg_start "$bin"
   as_postgres "${bin}/createdb" -h "$pg" -U bgd bgd
@@ -108,13 +122,14 @@ make_credentials() {
   (cd "$root" && "${venv}/bin/python" -m tools.remote.rig_auth "${RIG_DIR}/auth" "$instance")
   cat >"${RIG_DIR}/auth.bazelrc" <<EOF
 # Written by tools/remote/rig.sh up: the developer credential of the rig on port ${port}.
-build:remote $(rig_auth_header dev)
-build:remote_cache $(rig_auth_header dev)
+# Quoted: an rc file splits words at spaces, so "Bearer" and the token would be two arguments.
+build:remote "$(rig_auth_header dev)"
+build:remote_cache "$(rig_auth_header dev)"
 EOF
 }
 
 start_redis() {
-  ensure_debian redis-server /usr/bin/redis-server
+  ensure_debian redis-server /usr/bin/redis-server redis-server
   local dir="${RIG_DIR}/redis"
   mkdir -p "$dir"
   chmod 700 "$dir"
@@ -140,6 +155,7 @@ start_server() {
   local extra=() option
   for option in ${RIG_GRPC_SERVER_OPTIONS:-}; do extra+=("--grpc-server-option=${option}"); done
   [[ ${RIG_GRPC_DEFAULT_QUEUE:-0} == 1 ]] && extra+=(--grpc-default-queue)
+  for option in ${RIG_EXTRA_POOLS:-}; do extra+=("--pool=${option}"); done
   (cd "$root" && python3 -m tools.remote.buildgrid_config --port "$port" --redis-port "$redis_port" \
     --instance "$instance" --state "$RIG_DIR" --pg-socket "$pg" --threads "${RIG_THREADS:-200}" "${extra[@]}") \
     >"${RIG_DIR}/buildgrid.yml"
@@ -157,14 +173,28 @@ start_server() {
   rig_die "BuildGrid is not listening on 127.0.0.1:${port}; see ${logs}/buildgrid.log"
 }
 
-start_workers() {
+# The loopback rig's workers: `cpu` for the cpu pool, `gpu` for every other pool (no GPU).
+loopback_workers() {
   local cpu_pool other_pools=()
   cpu_pool="$(cd "$root" && python3 -m tools.remote.pools | awk '$1 == "cpu" {print $2}')"
   mapfile -t other_pools < <(cd "$root" && python3 -m tools.remote.pools | awk '$1 != "cpu" {print "--property=" $2}')
-  worker cpu "${RIG_CPU_CAPACITY:-2}" "--property=${cpu_pool}"
-  worker gpu 1 "${other_pools[@]}"
-  local name i
-  for name in cpu gpu; do
+  echo "cpu ${RIG_CPU_CAPACITY:-2} --property=${cpu_pool}"
+  echo "gpu 1 ${other_pools[*]}"
+}
+
+start_workers() {
+  local specs=() spec names=() name i
+  if [[ -n ${RIG_WORKERS:-} ]]; then
+    mapfile -t specs <"$RIG_WORKERS"
+  else
+    mapfile -t specs < <(loopback_workers)
+  fi
+  for spec in "${specs[@]}"; do
+    # shellcheck disable=SC2086 # NAME CAPACITY ARG...: words by design
+    worker $spec
+    names+=("${spec%% *}")
+  done
+  for name in "${names[@]}"; do
     for i in $(seq 100); do
       grep -q ' session ' "${logs}/worker-${name}.log" 2>/dev/null && continue 2
       sleep 0.2
@@ -199,7 +229,7 @@ up() {
   port_open "$redis_port" && rig_die "127.0.0.1:${redis_port} (Redis) is in use; set RIG_PORT"
   local bin
   bin="$(pg_bin)"
-  ensure_debian bubblewrap /usr/bin/bwrap
+  ensure_debian bubblewrap /usr/bin/bwrap bwrap
   ensure_venv
   mkdir -p "${RIG_DIR}/run" "$logs"
   chmod 755 "$RIG_DIR"
@@ -219,8 +249,10 @@ up() {
 down() {
   if [[ -d ${RIG_DIR}/run ]]; then
     stop_daemon watchdog
-    stop_daemon worker-cpu
-    stop_daemon worker-gpu
+    local pidfile
+    for pidfile in "${RIG_DIR}"/run/worker-*.pid; do
+      [[ -e $pidfile ]] && stop_daemon "$(basename "$pidfile" .pid)"
+    done
     stop_daemon buildgrid
     stop_daemon redis
   fi

@@ -42,6 +42,10 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(sorted(p for p, _ in labels), sorted(set(by_variant.values())))
         self.assertIn(f'exclusive-property-keys: ["{key}"]', config)
 
+    def test_a_gpu_hosts_own_pools_are_labels_too(self):
+        config = _render(extra_pools=("gpu-h100-x1",))
+        self.assertIn('{label: "gpu-h100-x1", properties: [["Pool", "gpu-h100-x1"]]}', config)
+
     def test_listens_on_loopback_only(self):
         self.assertIn('address: "127.0.0.1:8980"', _render())
 

@@ -29,6 +29,8 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
   TEST_UNDECLARED_OUTPUTS_DIR  rank logs of multi-process tests (test_utils.distributed)
   TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
   TEST_TIMEOUT                 becomes the deadline of harness timeouts (TORCH_TEST_DEADLINE)
+  TEST_INFRASTRUCTURE_FAILURE_FILE  says why, when the GPUs the variant needs are missing or
+                               not free in time: the host's or pool's failure, not the test's
 SIGTERM (Bazel's timeout) is forwarded to the test process, which dumps every thread's stack,
 then interrupts the tests so the multi-process harness kills its ranks before it exits. GPUs:
 leased shared or whole as gpu_share.py decides from the target's recorded peak GPU memory.
@@ -198,6 +200,13 @@ def _gpus_for(variant: str, env, holder: str):
         yield {**held.env, **probe.exported_env()}
 
 
+def _infrastructure_failure(env, message: str) -> None:
+    """Tells Bazel the failure is the host's or pool's (no GPU visible, lease timed out)."""
+    path = env.get("TEST_INFRASTRUCTURE_FAILURE_FILE")
+    if path:
+        pathlib.Path(path).write_text(message + "\n")
+
+
 def deadline_env(env, started: float) -> dict[str, str]:
     """The one deadline of the test's harness timeouts, which use it as it is."""
     if not env.get("TEST_TIMEOUT"):
@@ -245,6 +254,7 @@ def run(argv: list[str], env=os.environ) -> int:
                 result = result or 1
         except gpu_lease.LeaseError as error:
             print(f"GPU lease failed: {error}", file=sys.stderr)
+            _infrastructure_failure(env, f"GPU lease failed: {error}")
             return 1
     _report_resources(time.time() - started)
     if premature:

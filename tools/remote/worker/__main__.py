@@ -16,7 +16,7 @@ from buildgrid.server.client.channel import _create_sync_interceptors
 
 from tools.remote import rig_settings
 from tools.remote.worker.bots import Bot
-from tools.remote.worker.sandbox import enter_private_mount_namespace
+from tools.remote.worker.sandbox import enter_private_mount_namespace, gpu_exposure, staging_mode
 
 
 def _property(text: str) -> tuple[str, str]:
@@ -59,15 +59,32 @@ def main() -> None:
     )
     parser.add_argument("--capacity", type=int, default=1, help="actions run at once")
     parser.add_argument("--work-dir", type=pathlib.Path, required=True)
+    parser.add_argument(
+        "--gpu-devices",
+        nargs="?",
+        const="/dev",
+        metavar="DEV",
+        help="a GPU pool's worker: actions see DEV/nvidia* (default /dev) and the lease folder",
+    )
     args = parser.parse_args()
     enter_private_mount_namespace()  # before any thread starts
+    sandbox_args = gpu_exposure(pathlib.Path(args.gpu_devices)) if args.gpu_devices else []
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s[" + args.name + "] %(message)s"
     )
+    logging.getLogger("worker").info(
+        "inputs staged by %s; sandbox adds %s", staging_mode(), sandbox_args or "nothing"
+    )
     channel = _channel(args.server, args.token_file)
     Bot(
-        channel, args.instance, args.name, args.property, args.capacity, args.work_dir
+        channel,
+        args.instance,
+        args.name,
+        args.property,
+        args.capacity,
+        args.work_dir,
+        sandbox_args,
     ).serve_forever()
 
 

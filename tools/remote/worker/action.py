@@ -73,13 +73,20 @@ class Execution:
     """One action in its own directory under `work_root`; cancel() ends its processes."""
 
     def __init__(
-        self, channel, instance: str, cache: FileCache, work_root: pathlib.Path, worker: str
+        self,
+        channel,
+        instance: str,
+        cache: FileCache,
+        work_root: pathlib.Path,
+        worker: str,
+        sandbox_args: list[str] = (),
     ):
         self._downloader = Downloader(channel, instance)
         self._uploader = Uploader(channel, instance)
         self._cache = cache
         self._dir = work_root / uuid.uuid4().hex
         self._worker = worker
+        self._sandbox_args = sandbox_args
         self._sandbox: Sandbox | None = None
         self._cancelled = threading.Event()
         self.command = re_pb2.Command()  # the action's, once fetched (empty if that failed)
@@ -113,7 +120,9 @@ class Execution:
         timeout = action.timeout.seconds + action.timeout.nanos / 1e9 or None
         status = status_pb2.Status(code=code_pb2.OK)
         stdout, stderr = self._dir / "stdout", self._dir / "stderr"
-        with Sandbox(inputs, self._dir / "layer", self._dir / "root") as sandbox:
+        with Sandbox(
+            inputs, self._dir / "layer", self._dir / "root", self._sandbox_args
+        ) as sandbox:
             cwd = sandbox.root / command.working_directory
             meta.execution_start_timestamp.CopyFrom(_now())
             started = time.monotonic()

@@ -57,6 +57,7 @@ class Bot:
         properties: list[tuple[str, str]],
         capacity: int,
         work_root: pathlib.Path,
+        sandbox_args: list[str] = (),
     ):
         self._channel = channel
         self._bots = BotsStub(channel)
@@ -68,6 +69,7 @@ class Bot:
         self._name = name
         self._properties = properties
         self._capacity = capacity
+        self._sandbox_args = list(sandbox_args)  # extra bwrap arguments of every action
         self._pool = concurrent.futures.ThreadPoolExecutor(capacity, thread_name_prefix="action")
         # lease id -> (execution, future of its Outcome)
         self._running: dict[str, tuple[Execution, concurrent.futures.Future]] = {}
@@ -137,7 +139,12 @@ class Bot:
             if lease.state in (bots_pb2.PENDING, bots_pb2.ACTIVE) and lease.id not in self._running:
                 action = self._action_of(lease)
                 execution = Execution(
-                    self._channel, self._instance, self._cache, self._work_root, self._name
+                    self._channel,
+                    self._instance,
+                    self._cache,
+                    self._work_root,
+                    self._name,
+                    self._sandbox_args,
                 )
                 future = self._pool.submit(self._run, lease.id, execution, action)
                 self._running[lease.id] = (execution, future)
@@ -168,6 +175,7 @@ class Bot:
             "worker": self._name,
             "pool": {p.name: p.value for p in action.platform.properties},
             "target": env.get("TEST_TARGET", "?"),
+            "shard": env.get("TEST_SHARD_INDEX"),
             # test-setup.sh runs the test, generate-xml.sh writes test.xml for it afterwards
             "program": pathlib.PurePath(command.arguments[0]).name if command.arguments else "?",
             "lease": lease_id,

@@ -8,6 +8,14 @@ Isolation (needs root and bubblewrap, Debian's `bubblewrap`):
     every other action, are never written;
   * bwrap shows the host read-only (`--ro-bind / /`) with private /tmp, /dev and /proc and no
     capabilities, so nothing the action does reaches the cache, other actions or the host.
+Staging without overlay: where the kernel has no overlayfs for us (a gVisor sandbox, say; probed
+once at start, logged), the staged tree is copied into the exec root instead: slower, and the
+copies are the action's own, so the file cache stays untouched as well.
+GPU pools (`gpu_exposure`): the host's NVIDIA device nodes are bound into the sandbox's /dev, and
+the GPU lease's lock folder (tools/runner/gpu_lease.py) is the host's, shared by every sandbox
+of the host and by local tests: the runner inside each action leases its GPUs there, so two
+actions never hold the same GPU. The driver's libraries are where the host has them (the host is
+visible read-only).
 Lifetime: bwrap's own pid namespace (`--unshare-pid`) dies with its first process, which dies
 with the worker thread that started it (`--die-with-parent`, PR_SET_PDEATHSIG): a killed worker
 or `rig.sh down` leaves no test process behind. A timeout sends SIGTERM to every process of the
@@ -20,12 +28,17 @@ import pathlib
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
+
+from tools.runner import gpu_lease
 
 # Like Bazel's --local_termination_grace_seconds (15): time between SIGTERM and SIGKILL.
 TERM_GRACE_S = 15
 
 _TOOLS: dict[str, str] = {}
+# Whether actions' exec roots are overlays (else copies); decided once, at start.
+_STAGING = {"overlay": True}
 
 
 def enter_private_mount_namespace() -> None:
@@ -38,13 +51,66 @@ def enter_private_mount_namespace() -> None:
             raise SystemExit(f"worker: {tool} is missing (apt-get install bubblewrap mount)")
     os.unshare(os.CLONE_NEWNS)
     subprocess.run([_TOOLS["mount"], "--make-rprivate", "/"], check=True)
+    _STAGING["overlay"] = _overlay_works()
+
+
+def staging_mode() -> str:
+    return "overlay" if _STAGING["overlay"] else "copy"
+
+
+def _overlay_works() -> bool:
+    """Mounts and unmounts one overlay; False (and says why) where the kernel refuses."""
+    with tempfile.TemporaryDirectory(prefix="rig-overlay-probe-") as probe:
+        dirs = [pathlib.Path(probe, d) for d in ("lower", "upper", "work", "root")]
+        for d in dirs:
+            d.mkdir()
+        lower, upper, work, root = dirs
+        options = f"lowerdir={lower},upperdir={upper},workdir={work}"
+        mounted = subprocess.run(
+            [_TOOLS["mount"], "-t", "overlay", "overlay", "-o", options, root],
+            capture_output=True,
+            text=True,
+        )
+        if mounted.returncode:
+            print(f"worker: no overlay mounts here ({mounted.stderr.strip()}): copying inputs")
+            return False
+        subprocess.run([_TOOLS["umount"], root], check=True)
+        return True
+
+
+def gpu_exposure(
+    dev: pathlib.Path = pathlib.Path("/dev"), lease_dir: str | None = None
+) -> list[str]:
+    """bwrap arguments that give an action the host's NVIDIA devices and GPU lease folder.
+
+    Every /dev/nvidia* node (nvidiactl, nvidia-uvm, nvidia0..N, ...) and the /dev/nvidia-caps
+    folder, at the same paths; the runner's lease inside the action picks its GPUs
+    (CUDA_VISIBLE_DEVICES) from the folder every action of this host shares.
+    """
+    nodes = sorted(dev.glob("nvidia*"))
+    if not nodes:
+        raise SystemExit(f"worker: --gpu-devices, but no {dev}/nvidia* here")
+    args = []
+    for node in nodes:
+        args += ["--dev-bind", str(node), str(pathlib.Path("/dev") / node.name)]
+    lease = pathlib.Path(lease_dir or gpu_lease.DEFAULT_DIR)
+    lease.mkdir(mode=0o777, parents=True, exist_ok=True)
+    lease.chmod(0o777)  # like the runner's own mkdir; tests run with no capabilities
+    return args + ["--bind", str(lease), str(lease)]
 
 
 class Sandbox:
     """`inputs` (read-only, staged) seen by the command at `root`, changes kept in `layer`."""
 
-    def __init__(self, inputs: pathlib.Path, layer: pathlib.Path, root: pathlib.Path):
+    def __init__(
+        self,
+        inputs: pathlib.Path,
+        layer: pathlib.Path,
+        root: pathlib.Path,
+        extra_args: list[str] = (),
+    ):
         self._inputs = inputs
+        self._extra_args = list(extra_args)  # e.g. gpu_exposure()
         self._upper = layer / "upper"
         self._work = layer / "work"
         self.root = root
@@ -52,6 +118,9 @@ class Sandbox:
         self._pid_namespace_init: int | None = None
 
     def __enter__(self) -> "Sandbox":
+        if not _STAGING["overlay"]:
+            shutil.copytree(self._inputs, self.root, symlinks=True)  # copies: the action's own
+            return self
         for path in (self._upper, self._work, self.root):
             path.mkdir(parents=True)
         overlay = f"lowerdir={self._inputs},upperdir={self._upper},workdir={self._work}"
@@ -62,7 +131,8 @@ class Sandbox:
 
     def __exit__(self, *exc) -> None:
         self.kill()
-        subprocess.run([_TOOLS["umount"], "--lazy", self.root], check=True)
+        if _STAGING["overlay"]:
+            subprocess.run([_TOOLS["umount"], "--lazy", self.root], check=True)
 
     def start(self, argv: list[str], cwd: pathlib.Path, env: dict, stdout, stderr) -> None:
         info_read, info_write = os.pipe()
@@ -71,6 +141,7 @@ class Sandbox:
             _TOOLS["bwrap"], "--die-with-parent", "--unshare-pid", "--unshare-ipc",
             "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            *self._extra_args,
             "--bind", str(self.root), str(self.root), "--chdir", str(cwd),
             "--info-fd", str(info_write), "--", *argv,
         ]

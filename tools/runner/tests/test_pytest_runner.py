@@ -161,6 +161,15 @@ def test_missing_gpus_fail_loudly(tmp_path):
     assert "needs 2 GPUs, found 0" in result.stderr
 
 
+def test_missing_gpus_are_an_infrastructure_failure(tmp_path):
+    infra = tmp_path / "test.infrastructure_failure"
+    env = bazel_env(tmp_path, TORCH_TEST_VARIANT="gpu", CUDA_VISIBLE_DEVICES="")
+    env["TEST_INFRASTRUCTURE_FAILURE_FILE"] = str(infra)
+    result = run_runner(write_tests(tmp_path, "def test_a():\n    pass\n"), env)
+    assert result.returncode != 0
+    assert "needs 1 GPU" in infra.read_text()
+
+
 def test_test_in_undeclared_variant_fails(tmp_path):
     body = "from test_utils.hardware import requires_gpus\n\ndef test_cpu():\n    pass\n\n"
     body += "@requires_gpus(1)\ndef test_one_gpu():\n    pass\n"
