@@ -14,39 +14,16 @@ and the test action's seconds.
 import argparse
 import json
 import pathlib
-import re
 import sys
 import tarfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.ci.summarize_testlogs import COLUMNS, _column  # noqa: E402
-from tools.results import bep, junit  # noqa: E402
+from tools.results import bep, junit, runner_log  # noqa: E402
 
-# torch_test lease: GPUs [0, 1] after 95.9 s (whole: no peak GPU memory recorded for this target)
-LEASE = re.compile(r"torch_test lease: GPUs (\[[\d, ]*\]) after ([\d.]+) s \((\w+): (.*)\)$")
 # The wait the issue allows a target whose peaks are recorded.
 LONG_WAIT_S = 30.0
-
-
-def lease_of(log: pathlib.Path | None) -> dict:
-    if log is None or not log.is_file():
-        return {}
-    for line in log.read_text(errors="replace").splitlines():
-        found = LEASE.search(line)
-        if found:
-            gpus, wait, how, reason = found.groups()
-            return {"gpus": gpus, "wait_s": float(wait), "share": f"{how}: {reason}"}
-    return {}
-
-
-def cases_of(xml: pathlib.Path | None) -> dict:
-    counts = dict.fromkeys(COLUMNS, 0)
-    if xml is not None and xml.is_file():
-        for case in junit.cases(xml):
-            counts[_column(case)] += 1
-    return {k: v for k, v in counts.items() if v}
 
 
 def summarize(name, events, wall, code, summary, archive) -> None:
@@ -63,9 +40,9 @@ def summarize(name, events, wall, code, summary, archive) -> None:
                         "label": label,
                         "status": a.status,
                         "shard": f"{a.shard} of {target.shard_count}",
-                        "cases": cases_of(a.xml),
+                        "cases": junit.shard_counts(a.xml),
                         "seconds": a.duration_s,
-                        **lease_of(a.log),
+                        **runner_log.lease_of(a.log),
                     }
                 )
                 for file_name, path in a.outputs.items():

@@ -22,25 +22,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a
 from tools.results import bep, junit  # noqa: E402
 from tools.runner.session import placement  # noqa: E402
 
-COLUMNS = ("passed", "failed", "xfail", "declared", "n/a", "skipped")
-
-
-def _column(case: junit.Case) -> str:
-    if case.outcome in ("failed", "error", "xpass"):
-        return "failed"
-    if case.outcome in ("skipped", "xfail") and case.declared:
-        return "declared"
-    if case.outcome == "skipped" and case.not_applicable:
-        return "n/a"
-    return case.outcome
+COLUMNS = junit.COLUMNS
 
 
 def count_cases(target: bep.Target) -> dict:
-    counts = dict.fromkeys(COLUMNS, 0)
-    for path in target.xml_files():
-        for case in junit.cases(path):
-            counts[_column(case)] += 1
-    return counts
+    return junit.counts(target.xml_files())
 
 
 def _label(source: str, variant: str) -> str:

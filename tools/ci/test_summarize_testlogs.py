@@ -38,7 +38,7 @@ def _case(outcome: str, declared=None, not_applicable=None):
 
 class SummarizeTest(unittest.TestCase):
     def test_accepted_skips_are_counted_by_why(self):
-        column = summarize_testlogs._column
+        column = junit.column
         self.assertEqual(column(_case("skipped", declared="skip: r")), "declared")
         self.assertEqual(column(_case("xfail", declared="fail: r")), "declared")
         self.assertEqual(column(_case("skipped", not_applicable="needs mps")), "n/a")

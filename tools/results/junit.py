@@ -98,3 +98,33 @@ def cases(path: pathlib.Path) -> list[Case]:
             )
         )
     return found
+
+
+# How reports count cases: what was accepted by a declaration (expectations files) and what is
+# not applicable to the hardware table apart from other skips, which fail their target.
+COLUMNS = ("passed", "failed", "xfail", "declared", "n/a", "skipped")
+
+
+def column(case: Case) -> str:
+    if case.outcome in ("failed", "error", "xpass"):
+        return "failed"
+    if case.outcome in ("skipped", "xfail") and case.declared:
+        return "declared"
+    if case.outcome == "skipped" and case.not_applicable:
+        return "n/a"
+    return case.outcome
+
+
+def counts(paths) -> dict[str, int]:
+    """Cases per column over these test.xml files (every column, zeros included)."""
+    found = dict.fromkeys(COLUMNS, 0)
+    for path in paths:
+        for case in cases(path):
+            found[column(case)] += 1
+    return found
+
+
+def shard_counts(xml: pathlib.Path | None) -> dict[str, int]:
+    """The columns one shard's test.xml has cases in; {} without one (a crash, a SKIPPED target)."""
+    found = counts([xml] if xml is not None and xml.is_file() else [])
+    return {k: v for k, v in found.items() if v}

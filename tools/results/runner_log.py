@@ -1,6 +1,7 @@
 """What the runner (tools/runner/pytest_runner.py) writes into a test.log, read back.
 
 torch_test resources: wall_s=.. cpu_s=.. peak_rss_mib=.. children_peak_rss_mib=..
+torch_test lease: GPUs [0, 1] after 1.3 s (shared: REASON)       (tools/runner/pytest_runner.py)
 torch_test: FAILED: ...; the last test that started: NODEID      (tools/runner/completion.py)
 *** SIGTERM (Bazel timeout?) while running NODEID (call): stacks of all threads ***
 torch_test: FAILED: the source's inventory:                     (tools/runner/completion.py)
@@ -10,12 +11,14 @@ Current thread 0x... (most recent call first):                  (faulthandler's 
   File "...", line N in NAME
 """
 
+import pathlib
 import re
 
 RESOURCES = re.compile(r"torch_test resources: (.*)$", re.M)
 LAST_STARTED = re.compile(r"the last test that started: (.+?)\s*$", re.M)
 SIGTERM = re.compile(r"^\*\*\* SIGTERM .*?(?: while running (.+?) \((?:setup|call|teardown)\))?:")
 RUNFILES = re.compile(r'File "[^"]*?\.runfiles/')
+LEASE = re.compile(r"torch_test lease: GPUs (\[[\d, ]*\]) after ([\d.]+) s \((\w+): (.*)\)$", re.M)
 INVENTORY = "torch_test: FAILED: the source's inventory:"  # tools/runner/pytest_runner.py
 # Frames of the stack dump shown per hang: the innermost ones say where it hung.
 STACK_LINES = 12
@@ -78,3 +81,17 @@ def never_run(text: str) -> list[str]:
         else:
             inside = False
     return found
+
+
+def lease(text: str) -> dict:
+    """The GPU lease of a test.log: {"gpus", "wait_s", "share"}, or {} for none."""
+    found = LEASE.search(text)
+    if not found:
+        return {}
+    gpus, wait, how, reason = found.groups()
+    return {"gpus": gpus, "wait_s": float(wait), "share": f"{how}: {reason}"}
+
+
+def lease_of(log: pathlib.Path | None) -> dict:
+    """lease() of a test.log file; {} without one."""
+    return lease(log.read_text(errors="replace")) if log is not None and log.is_file() else {}

@@ -18,7 +18,7 @@ import pathlib
 import re
 import sys
 
-from tools.results import bep
+from tools.results import bep, junit, runner_log
 
 # "2026-11-26 09:33:05,946 worker[cpu] executed {...}" (logging's asctime: local time)
 EXECUTED = re.compile(r"^(\S+ \S+) worker\[[^\]]*\] executed (\{.*\})$")
@@ -57,9 +57,6 @@ def _shard(record: dict) -> int:
 
 
 def summarize(name, events, wall, code, start, logs, summary) -> None:
-    # The one reader of cases and lease lines (bench/'s; run from the workspace root).
-    from bench.multi_gpu_table import cases_of, lease_of
-
     records = executed_records([pathlib.Path(p) for p in logs], float(start))
     tests = {(r["target"], _shard(r)): r for r in records if r.get("program") == "test-setup.sh"}
     rows = []
@@ -75,12 +72,12 @@ def summarize(name, events, wall, code, start, logs, summary) -> None:
                     "status": a.status,
                     "cached": a.cached,
                     "shard": f"{a.shard} of {target.shard_count}",
-                    "cases": cases_of(a.xml),
+                    "cases": junit.shard_counts(a.xml),
                     "seconds": a.duration_s,
                     "worker": ran.get("worker", ""),
                     "pool": ",".join(f"{k}={v}" for k, v in ran.get("pool", {}).items()),
                     "run_s": ran.get("run_s"),
-                    **lease_of(a.log),
+                    **runner_log.lease_of(a.log),
                 }
             )
     gpu = [r for r in records if any(v != "cpu" for v in r.get("pool", {}).values())]
