@@ -11,7 +11,8 @@ cached the same way; the two ends are the gate's own runs. A regression then rea
     first changed in 2.14.0 (2.13.0 passed, 2.14.0 failed, 2.14.1 failed, 2.15.0 failed)
 
 and "not monotonic" where a later release returns to the baseline's outcome. The cases of one
-target run in one `bazel test` per release.
+target run in one `bazel test` per release. Only regressions the gate's re-runs confirmed
+consistent are bisected: one run per release cannot place a flaky case, whose line then says so.
 """
 
 import re
@@ -70,7 +71,15 @@ def bisect(regressions: list, baseline_torch: str, candidate_torch: str, run_cas
     run_case(release, label, node_ids) -> {node_id: outcome} runs those cases alone on a venv
     of torch==release (the gate's Bazel); a case it did not report is "did not run".
     """
-    items = [r for r in regressions if r.get("node_id") and not r.get("newly_declared")]
+    items = []
+    for item in regressions:
+        if not item.get("node_id") or item.get("newly_declared"):
+            continue
+        confirmed = item.get("confirmation", {}).get("verdict", "not confirmed")
+        if confirmed == "consistent":
+            items.append(item)
+        else:  # one run per release would name a release by chance
+            item["bisect"] = {"line": f"not bisected: {confirmed}", "steps": []}
     if not items:
         return
     releases = between(baseline_torch, candidate_torch, available())

@@ -768,17 +768,21 @@ class BisectTest(unittest.TestCase):
             "node_id": "t.py::C::x",
             "baseline": "passed",
             "candidate": "failed",
+            "confirmation": {"verdict": "consistent"},
         }
+        flaky = {**item, "node_id": "t.py::C::y", "confirmation": {"verdict": "flaky"}}
         original = culprit.available
         culprit.available = lambda: ["2.15.0", "2.14.1", "2.14.0", "2.13.0"]
         try:
-            culprit.bisect([item], "2.13.0+cpu", "2.15.0+cu132", run_case)
+            culprit.bisect([item, flaky], "2.13.0+cpu", "2.15.0+cu132", run_case)
         finally:
             culprit.available = original
         self.assertEqual(
             asked, [("2.14.0", "//p:t", ["t.py::C::x"]), ("2.14.1", "//p:t", ["t.py::C::x"])]
         )
         self.assertTrue(item["bisect"]["line"].startswith("first changed in 2.14.1 ("))
+        # A flaky case is not run per release: one run each would name a release by chance.
+        self.assertEqual(flaky["bisect"]["line"], "not bisected: flaky")
 
 
 class CandidateTest(unittest.TestCase):
