@@ -21,6 +21,7 @@ Exit 0 saved; 2 nothing saved (the message says why).
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import pathlib
@@ -62,14 +63,23 @@ def _packages(interpreter, output_base, manifest: dict) -> dict:
     return manifest.get("packages", {})
 
 
-def _commit() -> str | None:
+def _commit(root: pathlib.Path = ROOT) -> str | None:
+    """The tree's commit; with uncommitted changes to tracked files, `COMMIT+diff:DIGEST` of
+    them, so two runs compare as the same tree only if their changes are the same too."""
+
+    def git(*args) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True
+        ).stdout.strip()
+
     try:
-        done = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
-        )
+        head = git("rev-parse", "HEAD")
+        diff = git("diff", "HEAD", "--binary") if head else ""
     except OSError:  # no git here
         return None
-    return done.stdout.strip() or None
+    if not head:
+        return None
+    return f"{head}+diff:{hashlib.sha256(diff.encode()).hexdigest()[:12]}" if diff else head
 
 
 def save(events: pathlib.Path, out: pathlib.Path, python: str | None = None) -> dict:

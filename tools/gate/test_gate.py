@@ -12,6 +12,7 @@ import os
 import pathlib
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -735,6 +736,27 @@ class SavedRunTest(unittest.TestCase):
         )
         self.assertEqual(hardware.interconnect(topology), "NV18")
         self.assertEqual(hardware.interconnect(""), "")
+
+
+class SavedRunCommitTest(unittest.TestCase):
+    def test_uncommitted_changes_make_another_tree(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = pathlib.Path(tmp)
+
+            def git(*args):
+                subprocess.run(["git", "-C", tmp, *args], check=True, capture_output=True)
+
+            git("init", "-q")
+            (repo / "f").write_text("a\n")
+            git("add", "f")
+            git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+            clean = save_run._commit(repo)
+            self.assertRegex(clean, r"^[0-9a-f]{40}$")
+            (repo / "f").write_text("b\n")
+            changed = save_run._commit(repo)
+            self.assertTrue(changed.startswith(clean + "+diff:"), changed)
+            (repo / "f").write_text("c\n")
+            self.assertNotEqual(save_run._commit(repo), changed)
 
 
 class BisectTest(unittest.TestCase):
