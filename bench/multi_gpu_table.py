@@ -20,7 +20,7 @@ import tarfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.results import bep, junit, runner_log  # noqa: E402
+from tools.results import bep, shard_rows  # noqa: E402
 
 # The wait the issue allows a target whose peaks are recorded.
 LONG_WAIT_S = 30.0
@@ -28,27 +28,14 @@ LONG_WAIT_S = 30.0
 
 def summarize(name, events, wall, code, summary, archive) -> None:
     targets = bep.read(events)
-    rows = []
     with tarfile.open(archive, "w:gz") as logs:
         for label, target in targets.items():
-            if target.status == bep.SKIPPED:
-                rows.append({"label": label, "status": target.status})
-                continue
             for a in target.final_attempts():
-                rows.append(
-                    {
-                        "label": label,
-                        "status": a.status,
-                        "shard": f"{a.shard} of {target.shard_count}",
-                        "cases": junit.shard_counts(a.xml),
-                        "seconds": a.duration_s,
-                        **runner_log.lease_of(a.log),
-                    }
-                )
                 for file_name, path in a.outputs.items():
                     if file_name in ("test.log", "test.xml") and path.is_file():
                         where = f"{name}/{label[2:].replace(':', '/')}/shard_{a.shard}/{file_name}"
                         logs.add(path, where)
+    rows = shard_rows.shard_rows(targets)
     run = {"name": name, "wall_s": float(wall), "exit": int(code), "rows": rows}
     pathlib.Path(summary).write_text(json.dumps(run, indent=1))
 
@@ -62,16 +49,10 @@ def render(summaries: list[str]) -> str:
         "| --- | ---: | ---: | ---: | ---: | --- |",
     ]
     for run in runs:
-        ran = {r["label"] for r in run["rows"] if r["status"] != bep.SKIPPED}
-        skipped = {r["label"] for r in run["rows"] if r["status"] == bep.SKIPPED}
-        totals = {}
-        for row in run["rows"]:
-            for column, count in row.get("cases", {}).items():
-                totals[column] = totals.get(column, 0) + count
-        cases = ", ".join(f"{n} {c}" for c, n in totals.items())
+        counts = shard_rows.run_counts(run["rows"])
         lines.append(
-            f"| {run['name']} | {run['wall_s']:.0f} | {run['exit']} | {len(ran)} "
-            f"| {len(skipped)} | {cases} |"
+            f"| {run['name']} | {run['wall_s']:.0f} | {run['exit']} | {counts['ran']} "
+            f"| {counts['skipped']} | {counts['cases']} |"
         )
     for run in runs:
         lines += [
@@ -82,7 +63,7 @@ def render(summaries: list[str]) -> str:
             "| --- | --- | --- | --- | --- | ---: | --- | ---: |",
         ]
         for r in run["rows"]:
-            cases = ", ".join(f"{n} {c}" for c, n in r.get("cases", {}).items())
+            cases = shard_rows.cases_text(r.get("cases", {}))
             wait = r.get("wait_s")
             seconds = f"{r['seconds']:.1f}" if "seconds" in r else ""
             flag = " **>30 s**" if wait is not None and wait > LONG_WAIT_S else ""

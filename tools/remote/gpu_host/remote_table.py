@@ -18,7 +18,7 @@ import pathlib
 import re
 import sys
 
-from tools.results import bep, junit, runner_log
+from tools.results import bep, shard_rows
 
 # "2026-11-26 09:33:05,946 worker[cpu] executed {...}" (logging's asctime: local time)
 EXECUTED = re.compile(r"^(\S+ \S+) worker\[[^\]]*\] executed (\{.*\})$")
@@ -59,27 +59,16 @@ def _shard(record: dict) -> int:
 def summarize(name, events, wall, code, start, logs, summary) -> None:
     records = executed_records([pathlib.Path(p) for p in logs], float(start))
     tests = {(r["target"], _shard(r)): r for r in records if r.get("program") == "test-setup.sh"}
-    rows = []
-    for label, target in bep.read(events).items():
-        if target.status == bep.SKIPPED:
-            rows.append({"label": label, "status": target.status})
-            continue
-        for a in target.final_attempts():
-            ran = tests.get((label, a.shard), {})
-            rows.append(
-                {
-                    "label": label,
-                    "status": a.status,
-                    "cached": a.cached,
-                    "shard": f"{a.shard} of {target.shard_count}",
-                    "cases": junit.shard_counts(a.xml),
-                    "seconds": a.duration_s,
-                    "worker": ran.get("worker", ""),
-                    "pool": ",".join(f"{k}={v}" for k, v in ran.get("pool", {}).items()),
-                    "run_s": ran.get("run_s"),
-                    **runner_log.lease_of(a.log),
-                }
-            )
+
+    def worker_columns(label, attempt) -> dict:
+        ran = tests.get((label, attempt.shard), {})
+        return {
+            "worker": ran.get("worker", ""),
+            "pool": ",".join(f"{k}={v}" for k, v in ran.get("pool", {}).items()),
+            "run_s": ran.get("run_s"),
+        }
+
+    rows = shard_rows.shard_rows(bep.read(events), worker_columns)
     gpu = [r for r in records if any(v != "cpu" for v in r.get("pool", {}).values())]
     run = {
         "name": name,
@@ -102,19 +91,11 @@ def render(summaries: list[str]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
     ]
     for run in runs:
-        rows = run["rows"]
-        ran = {r["label"] for r in rows if r["status"] != bep.SKIPPED}
-        cached = {r["label"] for r in rows if r.get("cached")}
-        skipped = {r["label"] for r in rows if r["status"] == bep.SKIPPED}
-        totals = {}
-        for row in rows:
-            for column, count in row.get("cases", {}).items():
-                totals[column] = totals.get(column, 0) + count
-        cases = ", ".join(f"{n} {c}" for c, n in totals.items())
+        counts = shard_rows.run_counts(run["rows"])
         lines.append(
-            f"| {run['name']} | {run['wall_s']:.0f} | {run['exit']} | {len(ran)} | {len(cached)} "
-            f"| {len(skipped)} | {cases} | {run.get('executed', '')} "
-            f"| {run.get('gpu_at_once', '')} |"
+            f"| {run['name']} | {run['wall_s']:.0f} | {run['exit']} | {counts['ran']} "
+            f"| {counts['cached']} | {counts['skipped']} | {counts['cases']} "
+            f"| {run.get('executed', '')} | {run.get('gpu_at_once', '')} |"
         )
     for run in runs:
         lines += [
@@ -125,7 +106,7 @@ def render(summaries: list[str]) -> str:
             "| --- | --- | --- | --- | --- | --- | --- | --- | ---: | ---: |",
         ]
         for r in run["rows"]:
-            cases = ", ".join(f"{n} {c}" for c, n in r.get("cases", {}).items())
+            cases = shard_rows.cases_text(r.get("cases", {}))
             wait = r.get("wait_s")
             seconds = f"{r['seconds']:.1f}" if "seconds" in r else ""
             lines.append(
