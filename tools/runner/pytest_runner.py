@@ -253,8 +253,9 @@ def run(argv: list[str], env=os.environ) -> int:
                 print(f"\ntorch_test: FAILED: {read_audit.message(undeclared)}", file=sys.stderr)
                 result = result or 1
         except gpu_lease.LeaseError as error:
-            print(f"GPU lease failed: {error}", file=sys.stderr)
-            _infrastructure_failure(env, f"GPU lease failed: {error}")
+            message = f"GPU lease failed: {error}"
+            print(message, file=sys.stderr)
+            _infrastructure_failure(env, message)
             return 1
     _report_resources(time.time() - started)
     if premature:
