@@ -20,7 +20,7 @@ What counts, without a list of allowed places:
 Everything else (the interpreter's prefixes, @pypi and other repositories, TEST_TMPDIR and
 TMPDIR, /proc, /dev, /sys, kernel and bytecode caches) lies outside the source tree and passes
 once resolved (each directory's real path is kept: a file then costs one lstat); declared files
-opened through the runfiles tree pass at once.
+opened through the runfiles tree pass at once. A path that does not exist is no read.
 Outside Bazel (no runfiles) nothing is installed. Standard library only.
 """
 
@@ -67,6 +67,12 @@ class Audit:
             return None
         relative = real[len(self.workspace) + 1 :]
         if relative in self.declared or self._bytecode_of_declared(relative):
+            return None
+        # Opening a path that does not exist reads nothing. Where inputs are copies (a remote
+        # worker) the runfiles tree is the source tree and the test's working directory, so a
+        # name that is no file, e.g. "<string>" or "<eval_with_key>.3" tried by linecache and
+        # inspect, lands in it and would fail the test instead of raising FileNotFoundError.
+        if not os.path.lexists(real):
             return None
         return relative
 

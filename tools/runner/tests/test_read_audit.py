@@ -131,3 +131,26 @@ def test_the_hook_refuses_each_undeclared_open_and_records_it_once(tree, tmp_pat
     ]
     assert "UndeclaredInput" in run.stderr and run.returncode != 0  # os.open refused too
     assert read_audit.recorded(audit.record) == ["pkg/golden.txt"]
+
+
+@pytest.fixture
+def copied_tree(tmp_path):
+    """Inputs as copies, as a remote worker stages them: the runfiles tree is the source tree."""
+    runfiles_workspace = tmp_path / "t.runfiles" / "ws"
+    for relative in [MODULE, "pkg/declared.txt"]:
+        (runfiles_workspace / relative).parent.mkdir(parents=True, exist_ok=True)
+        (runfiles_workspace / relative).write_text(relative)
+    env = {"RUNFILES_DIR": str(runfiles_workspace.parent), envvars.READ_AUDIT: str(tmp_path / "r")}
+    audit = read_audit.audit_from(env, str(runfiles_workspace / MODULE))
+    assert audit is not None and audit.workspace == os.path.realpath(runfiles_workspace)
+    return runfiles_workspace, audit
+
+
+def test_names_that_are_no_file_are_no_reads_where_inputs_are_copies(copied_tree, monkeypatch):
+    # linecache and inspect try names such as "<string>" relative to the working directory,
+    # which on a worker is the source tree: nothing is read, so nothing is undeclared.
+    runfiles_workspace, audit = copied_tree
+    monkeypatch.chdir(runfiles_workspace)
+    for name in ["<string>", "<eval_with_key>.49", "source", "pkg/missing.txt"]:
+        assert audit.undeclared(name) is None, name
+    assert audit.undeclared("pkg/declared.txt") is None
