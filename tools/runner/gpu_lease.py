@@ -9,6 +9,16 @@ slot under a host-wide directory.
 * A test takes one slot on each GPU it uses, on the least busy GPUs. With the default one
   slot per GPU, every test (multi-GPU ones included) has whole GPUs to itself.
 * Locks are flock()s: the kernel frees them when the holder exits, even by SIGKILL.
+* Waiters queue, and the oldest is not starved: polling alone never gives a request for whole
+  GPUs its turn while small shared tests keep slotting in, since it needs every slot of its
+  GPUs free at one poll. So a request that cannot be met at once enters the queue (a file
+  waiters/<time_ns>-<pid> it holds flock'ed while it waits), and the oldest live waiter, the
+  head, reserves the GPUs that suit it best now (most free slots, then lowest index): any other
+  request takes slots only on the other GPUs (backfill). Reserved GPUs only gain free slots
+  (the reservation moves only to GPUs with more), so the head's turn comes when the tests on
+  them end. An entry whose flock is takeable is a dead waiter's (SIGKILL) and is removed by
+  whoever sees it; the queue is read and joined only under the allocator lock, and a waiter
+  holds no slot, so there is still no deadlock.
 * The lease returns the environment of its holder's processes: CUDA_VISIBLE_DEVICES, the
   leased GPUs, and holding part of each GPU, TORCH_TEST_GPU_MEMORY_FRACTION (its slots / the
   slots) for tests to cap their memory (tools/runner/process/memory_cap.py). The runner puts it in
@@ -16,7 +26,8 @@ slot under a host-wide directory.
 
 Environment:
   TORCH_TEST_GPU_LEASE_DIR   lock directory (default /dev/shm/torch_test_gpu_lease, writable in
-                             Bazel's sandbox and shared by all tests on the host)
+                             Bazel's sandbox and shared by all tests on the host): the
+                             allocator lock, gpu<N>.slot<M> and the queue, waiters/
 The runner waits for free GPUs until the test's deadline (TORCH_TEST_DEADLINE).
 """
 
@@ -65,9 +76,22 @@ def _release(fds) -> None:
         os.close(fd)  # closing the only descriptor drops the flock
 
 
-def _try_take(directory: pathlib.Path, count: int, total_gpus: int, slots_per_gpu: int, each=1):
+def _least_busy(free: dict[int, list[int]], count: int) -> list[int]:
+    """The `count` GPUs with the most free slots, lowest index first among equals."""
+    return sorted(free, key=lambda gpu: (-len(free[gpu]), gpu))[:count]
+
+
+def _try_take(
+    directory: pathlib.Path,
+    count: int,
+    total_gpus: int,
+    slots_per_gpu: int,
+    each=1,
+    reserve_for=0,
+):
     """`each` free slots on each of `count` GPUs, least busy GPUs first, as (gpus, fds); else None.
 
+    The `reserve_for` GPUs that would suit the head of the queue best are left out.
     Runs under the allocator lock: every free slot is locked while choosing, and all but the
     chosen ones are released before returning, so nothing is held when it returns None.
     """
@@ -75,12 +99,51 @@ def _try_take(directory: pathlib.Path, count: int, total_gpus: int, slots_per_gp
     for gpu in range(total_gpus):
         slots = (_lock(directory / f"gpu{gpu}.slot{slot}", False) for slot in range(slots_per_gpu))
         free[gpu] = [fd for fd in slots if fd is not None]
-    fitting = [gpu for gpu in free if len(free[gpu]) >= each]
-    least_busy = sorted(fitting, key=lambda gpu: (-len(free[gpu]), gpu))
-    chosen = sorted(least_busy[:count]) if len(least_busy) >= count else []
+    reserved = _least_busy(free, reserve_for)  # else whole-GPU requests starve (see above)
+    fitting = {gpu: fds for gpu, fds in free.items() if len(fds) >= each and gpu not in reserved}
+    chosen = sorted(_least_busy(fitting, count)) if len(fitting) >= count else []
     kept = [fd for gpu in chosen for fd in free[gpu][:each]]
     _release([fd for fds in free.values() for fd in fds if fd not in kept])
     return (chosen, kept) if chosen else None
+
+
+def _join_queue(directory: pathlib.Path, count: int):
+    """Enters the queue (under the allocator lock, so no one sees an entry not yet locked)."""
+    queue = directory / "waiters"
+    queue.mkdir(mode=0o777, exist_ok=True)
+    path = queue / f"{time.time_ns()}-{os.getpid()}"
+    fd = _lock(path, blocking=False)
+    os.write(fd, f"{count}\n".encode())  # the GPUs it waits for: what the head reserves
+    return path, fd
+
+
+def _leave_queue(entry) -> None:
+    path, fd = entry
+    path.unlink(missing_ok=True)
+    _release([fd])
+
+
+def _head_count(directory: pathlib.Path, own) -> int:
+    """GPUs the head of the queue reserves against this request: 0 if it is the head or none
+    waits. Under the allocator lock; removes dead waiters' entries on the way."""
+    queue = directory / "waiters"
+    entries = list(queue.iterdir()) if queue.is_dir() else []
+    for path in sorted(entries, key=lambda path: tuple(map(int, path.name.split("-")))):
+        if own and path == own[0]:
+            return 0
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:  # left the queue just now
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # alive: it holds its entry
+            return int(os.pread(fd, 64, 0))
+        else:  # its waiter died without leaving
+            path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+    return 0
 
 
 @contextlib.contextmanager
@@ -102,20 +165,33 @@ def lease(
     """
     if count > total_gpus:
         raise LeaseError(f"needs {count} GPUs, found {total_gpus}")
+    if slots_each > slots_per_gpu:  # would wait forever, holding GPUs reserved as the head
+        raise LeaseError(f"needs {slots_each} slots of a GPU, which has {slots_per_gpu}")
     directory = pathlib.Path(env.get(envvars.GPU_LEASE_DIR, DEFAULT_DIR))
     directory.mkdir(mode=0o777, parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
-    while True:
-        allocator = _lock(directory / "allocator", blocking=True)
-        try:
-            got = _try_take(directory, count, total_gpus, slots_per_gpu, slots_each)
-        finally:
-            _release([allocator])
-        if got is not None:
-            break
-        if time.monotonic() > deadline:
-            raise LeaseError(f"no {count} free GPU(s) of {total_gpus} within {timeout:.0f} s")
-        time.sleep(POLL_SECONDS)
+    queued = None  # (path, fd) of this request's entry once it has to wait
+    try:
+        while True:
+            allocator = _lock(directory / "allocator", blocking=True)
+            try:
+                head = _head_count(directory, queued)
+                got = _try_take(directory, count, total_gpus, slots_per_gpu, slots_each, head)
+                if got is not None and queued is not None:  # the next oldest is the head now
+                    _leave_queue(queued)
+                    queued = None
+                elif got is None and queued is None:
+                    queued = _join_queue(directory, count)
+            finally:
+                _release([allocator])
+            if got is not None:
+                break
+            if time.monotonic() > deadline:
+                raise LeaseError(f"no {count} free GPU(s) of {total_gpus} within {timeout:.0f} s")
+            time.sleep(POLL_SECONDS)
+    finally:
+        if queued is not None:  # timed out or interrupted
+            _leave_queue(queued)
     gpus, fds = got
     for fd in fds:  # who holds what, for humans and the lease self-test
         os.ftruncate(fd, 0)

@@ -1,15 +1,19 @@
 """Self-tests of the GPU lease (tools/runner/gpu_lease.py) with simulated GPUs.
 
 Holders run in separate processes, as Bazel's parallel tests do, and log when they held which
-GPUs; the log must show no GPU held by two holders at once.
+GPUs; the log must show no GPU held by two holders at once. Where threads stand for holders,
+each lease opens its own lock files, and flock()s of separate opens exclude each other even
+within one process.
 """
 
+import collections
 import contextlib
 import functools
 import multiprocessing
 import os
 import pathlib
 import signal
+import threading
 import time
 
 import pytest
@@ -100,6 +104,10 @@ def test_request_larger_than_host_fails_with_counts(lease_dir):
     with pytest.raises(gpu_lease.LeaseError, match="needs 2 GPUs, found 1"):
         with gpu_lease.lease(2, 1, timeout=1):
             pass
+    # It would never get its turn, and as the oldest waiter it would hold up every other test.
+    with pytest.raises(gpu_lease.LeaseError, match="needs 3 slots of a GPU, which has 2"):
+        with gpu_lease.lease(1, 1, timeout=1, slots_per_gpu=2, slots_each=3):
+            pass
 
 
 def test_waiting_for_busy_gpus_times_out(lease_dir):
@@ -141,3 +149,151 @@ def test_a_whole_gpu_lease_excludes_shared_ones(lease_dir):
         assert "TORCH_TEST_GPU_MEMORY_FRACTION" not in all_of_it.env
         with pytest.raises(gpu_lease.LeaseError):
             gpu_lease.lease(1, 1, timeout=0.5, **shared).__enter__()
+
+
+SLOTS = 4  # slots per simulated GPU in the queue's tests
+small = functools.partial(gpu_lease.lease, 1, TOTAL_GPUS, slots_per_gpu=SLOTS, slots_each=1)
+whole = functools.partial(gpu_lease.lease, 1, TOTAL_GPUS, slots_per_gpu=SLOTS, slots_each=SLOTS)
+
+
+def _queue(lease_dir) -> list[pathlib.Path]:
+    queue = pathlib.Path(lease_dir) / "waiters"
+    return sorted(queue.iterdir()) if queue.is_dir() else []
+
+
+def _wait_until(condition, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
+        time.sleep(0.02)
+
+
+def _take_whole_in_thread(outcome: dict, timeout: float, release=None) -> threading.Thread:
+    """A whole-GPU request in a thread: records its GPUs and wait, or its LeaseError."""
+
+    def take():
+        started = time.monotonic()
+        try:
+            with whole(timeout=timeout) as held:
+                outcome.update(gpus=held.gpus, waited=time.monotonic() - started)
+                if release is not None:
+                    release.wait(30)
+        except gpu_lease.LeaseError as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=take)
+    thread.start()
+    return thread
+
+
+def test_a_whole_gpu_request_is_not_starved_by_small_ones(lease_dir):
+    # Four 1-slot holders, each new one taken before the oldest is let go, one at a time: placed
+    # on the least busy GPU they keep at least one slot of each GPU held at every instant, so
+    # without the head's reservation the whole-GPU request never finds a GPU free, however the
+    # host schedules the threads.
+    holders = collections.deque()
+
+    def take_small():
+        stack = contextlib.ExitStack()
+        with contextlib.suppress(gpu_lease.LeaseError):  # the free GPU may be full: retried
+            stack.enter_context(small(timeout=0.5))
+            holders.append(stack)
+
+    for _ in range(4):
+        take_small()
+    assert len(holders) == 4
+    outcome = {}
+    waiting = _take_whole_in_thread(outcome, timeout=10)
+    turns = 0
+    try:
+        while waiting.is_alive():
+            take_small()
+            if holders:
+                holders.popleft().close()
+            turns += 1
+            time.sleep(0.01)
+    finally:
+        waiting.join()
+        for stack in holders:
+            stack.close()
+    assert "gpus" in outcome, f"starved while small tests took {turns} turns: {outcome}"
+    assert _queue(lease_dir) == [], "the head leaves the queue with its lease"
+
+
+def test_while_the_head_waits_newer_requests_fill_other_gpus(lease_dir):
+    one_slot = contextlib.ExitStack()
+    assert one_slot.enter_context(small(timeout=1)).gpus == [0]  # GPU 0: 3 of 4 slots free
+    two_slots = functools.partial(gpu_lease.lease, 1, TOTAL_GPUS, slots_per_gpu=SLOTS)
+    outcome, release = {}, threading.Event()
+    with two_slots(timeout=1, slots_each=2) as pair:  # GPU 1: 2 free
+        assert pair.gpus == [1]
+        waiting = _take_whole_in_thread(outcome, timeout=20, release=release)
+        try:
+            _wait_until(lambda: len(_queue(lease_dir)) == 1, 10, "the whole request waits")
+            # GPU 0 has the most free slots, so the head reserves it: the newer request goes
+            # to GPU 1 at once, and one that fits only on GPU 0 waits.
+            with small(timeout=1) as backfill:
+                assert backfill.gpus == [1], "took the head's reserved GPU"
+            with pytest.raises(gpu_lease.LeaseError):
+                with two_slots(timeout=0.5, slots_each=3):
+                    pass
+            one_slot.close()  # GPU 0 is free: the head's turn
+            _wait_until(lambda: "gpus" in outcome or "error" in outcome, 10, "the head's lease")
+            assert outcome.get("gpus") == [0], outcome
+            assert _queue(lease_dir) == []
+        finally:
+            release.set()
+            one_slot.close()
+            waiting.join()
+
+
+def test_the_oldest_waiter_goes_first(lease_dir):
+    on_0, on_1 = contextlib.ExitStack(), contextlib.ExitStack()
+    assert on_0.enter_context(small(timeout=1)).gpus == [0]
+    assert on_1.enter_context(small(timeout=1)).gpus == [1]
+    older, newer, releases = {}, {}, (threading.Event(), threading.Event())
+    waiting = [_take_whole_in_thread(older, timeout=20, release=releases[0])]
+    try:
+        _wait_until(lambda: len(_queue(lease_dir)) == 1, 10, "the older waiter")
+        waiting.append(_take_whole_in_thread(newer, timeout=20, release=releases[1]))
+        _wait_until(lambda: len(_queue(lease_dir)) == 2, 10, "the newer waiter")
+        on_1.close()
+        _wait_until(lambda: older or newer, 10, "a waiter's lease")
+        assert older.get("gpus") == [1] and not newer, (older, newer)
+        releases[0].set()  # the newer one is the head now
+        _wait_until(lambda: newer, 10, "the newer waiter's lease")
+        assert newer.get("gpus") == [1], newer
+    finally:
+        for release in releases:
+            release.set()
+        on_0.close()
+        on_1.close()
+        for thread in waiting:
+            thread.join()
+
+
+def _wait_for_whole_gpu(lease_dir):
+    os.environ["TORCH_TEST_GPU_LEASE_DIR"] = lease_dir
+    with gpu_lease.lease(1, 1, timeout=600, slots_per_gpu=2, slots_each=2):
+        pass
+
+
+def test_a_killed_waiter_reserves_nothing(lease_dir):
+    shared = functools.partial(gpu_lease.lease, 1, 1, slots_per_gpu=2, slots_each=1)
+    with shared(timeout=1):
+        waiter = multiprocessing.get_context("spawn").Process(
+            target=_wait_for_whole_gpu, args=(lease_dir,)
+        )
+        waiter.start()
+        try:
+            _wait_until(lambda: len(_queue(lease_dir)) == 1, 40, "the whole request waits")
+            with pytest.raises(gpu_lease.LeaseError):  # alive, it reserves the GPU's free slot
+                with shared(timeout=0.5):
+                    pass
+        finally:
+            os.kill(waiter.pid, signal.SIGKILL)
+            waiter.join()
+        assert len(_queue(lease_dir)) == 1, "a killed waiter cannot leave the queue itself"
+        with shared(timeout=1):  # would time out on a dead waiter's reservation
+            pass
+        assert _queue(lease_dir) == [], "the dead waiter's entry is removed"
