@@ -13,12 +13,14 @@ slot under a host-wide directory.
   GPUs its turn while small shared tests keep slotting in, since it needs every slot of its
   GPUs free at one poll. So a request that cannot be met at once enters the queue (a file
   waiters/<time_ns>-<pid> it holds flock'ed while it waits), and the oldest live waiter, the
-  head, reserves the GPUs that suit it best now (most free slots, then lowest index): any other
-  request takes slots only on the other GPUs (backfill). Reserved GPUs only gain free slots
-  (the reservation moves only to GPUs with more), so the head's turn comes when the tests on
-  them end. An entry whose flock is takeable is a dead waiter's (SIGKILL) and is removed by
-  whoever sees it; the queue is read and joined only under the allocator lock, and a waiter
-  holds no slot, so there is still no deadlock.
+  head, reserves the slots it needs on the GPUs that suit it best now (most free slots, then
+  lowest index): any other request takes only the slots beyond them (backfill), so a GPU the
+  head waits on never loses a free slot to a newer request, and the head's turn comes when the
+  tests on it end. A head that needs whole GPUs reserves them whole; one that needs a few slots
+  leaves the rest of its GPUs to others (reserving whole GPUs for it held every other test
+  back behind one shared 4-GPU test). An entry whose flock is takeable is a dead waiter's
+  (SIGKILL) and is removed by whoever sees it; the queue is read and joined only under the
+  allocator lock, and a waiter holds no slot, so there is still no deadlock.
 * The lease returns the environment of its holder's processes: CUDA_VISIBLE_DEVICES, the
   leased GPUs, and holding part of each GPU, TORCH_TEST_GPU_MEMORY_FRACTION (its slots / the
   slots) for tests to cap their memory (tools/runner/process/memory_cap.py). The runner puts it in
@@ -76,9 +78,9 @@ def _release(fds) -> None:
         os.close(fd)  # closing the only descriptor drops the flock
 
 
-def _least_busy(free: dict[int, list[int]], count: int) -> list[int]:
+def _least_busy(free: dict[int, int], count: int) -> list[int]:
     """The `count` GPUs with the most free slots, lowest index first among equals."""
-    return sorted(free, key=lambda gpu: (-len(free[gpu]), gpu))[:count]
+    return sorted(free, key=lambda gpu: (-free[gpu], gpu))[:count]
 
 
 def _try_take(
@@ -87,11 +89,12 @@ def _try_take(
     total_gpus: int,
     slots_per_gpu: int,
     each=1,
-    reserve_for=0,
+    head=(0, 0),
 ):
     """`each` free slots on each of `count` GPUs, least busy GPUs first, as (gpus, fds); else None.
 
-    The `reserve_for` GPUs that would suit the head of the queue best are left out.
+    `head` (GPUs, slots on each) is what the head of the queue reserves: its slots on the GPUs
+    that would suit it best are left out.
     Runs under the allocator lock: every free slot is locked while choosing, and all but the
     chosen ones are released before returning, so nothing is held when it returns None.
     """
@@ -99,21 +102,24 @@ def _try_take(
     for gpu in range(total_gpus):
         slots = (_lock(directory / f"gpu{gpu}.slot{slot}", False) for slot in range(slots_per_gpu))
         free[gpu] = [fd for fd in slots if fd is not None]
-    reserved = _least_busy(free, reserve_for)  # else whole-GPU requests starve (see above)
-    fitting = {gpu: fds for gpu, fds in free.items() if len(fds) >= each and gpu not in reserved}
+    head_gpus, head_each = head
+    counts = {gpu: len(fds) for gpu, fds in free.items()}
+    reserved = _least_busy(counts, head_gpus)  # else large requests starve (see above)
+    usable = {gpu: n - (head_each if gpu in reserved else 0) for gpu, n in counts.items()}
+    fitting = {gpu: n for gpu, n in usable.items() if n >= each}
     chosen = sorted(_least_busy(fitting, count)) if len(fitting) >= count else []
     kept = [fd for gpu in chosen for fd in free[gpu][:each]]
     _release([fd for fds in free.values() for fd in fds if fd not in kept])
     return (chosen, kept) if chosen else None
 
 
-def _join_queue(directory: pathlib.Path, count: int):
+def _join_queue(directory: pathlib.Path, count: int, each: int):
     """Enters the queue (under the allocator lock, so no one sees an entry not yet locked)."""
     queue = directory / "waiters"
     queue.mkdir(mode=0o777, exist_ok=True)
     path = queue / f"{time.time_ns()}-{os.getpid()}"
     fd = _lock(path, blocking=False)
-    os.write(fd, f"{count}\n".encode())  # the GPUs it waits for: what the head reserves
+    os.write(fd, f"{count} {each}\n".encode())  # what it waits for: what the head reserves
     return path, fd
 
 
@@ -123,14 +129,14 @@ def _leave_queue(entry) -> None:
     _release([fd])
 
 
-def _head_count(directory: pathlib.Path, own) -> int:
-    """GPUs the head of the queue reserves against this request: 0 if it is the head or none
-    waits. Under the allocator lock; removes dead waiters' entries on the way."""
+def _head_need(directory: pathlib.Path, own) -> tuple[int, int]:
+    """(GPUs, slots on each) the head of the queue reserves against this request: none if it
+    is the head or none waits. Under the allocator lock; removes dead waiters' entries."""
     queue = directory / "waiters"
     entries = list(queue.iterdir()) if queue.is_dir() else []
     for path in sorted(entries, key=lambda path: tuple(map(int, path.name.split("-")))):
         if own and path == own[0]:
-            return 0
+            return (0, 0)
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:  # left the queue just now
@@ -138,12 +144,13 @@ def _head_count(directory: pathlib.Path, own) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # alive: it holds its entry
-            return int(os.pread(fd, 64, 0))
+            count, each = os.pread(fd, 64, 0).split()
+            return int(count), int(each)
         else:  # its waiter died without leaving
             path.unlink(missing_ok=True)
         finally:
             os.close(fd)
-    return 0
+    return (0, 0)
 
 
 @contextlib.contextmanager
@@ -175,13 +182,13 @@ def lease(
         while True:
             allocator = _lock(directory / "allocator", blocking=True)
             try:
-                head = _head_count(directory, queued)
+                head = _head_need(directory, queued)
                 got = _try_take(directory, count, total_gpus, slots_per_gpu, slots_each, head)
                 if got is not None and queued is not None:  # the next oldest is the head now
                     _leave_queue(queued)
                     queued = None
                 elif got is None and queued is None:
-                    queued = _join_queue(directory, count)
+                    queued = _join_queue(directory, count, slots_each)
             finally:
                 _release([allocator])
             if got is not None:

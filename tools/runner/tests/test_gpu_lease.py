@@ -247,6 +247,38 @@ def test_while_the_head_waits_newer_requests_fill_other_gpus(lease_dir):
             waiting.join()
 
 
+def test_a_shared_head_reserves_its_slots_not_its_gpus(lease_dir):
+    # A 2-GPU test that needs 2 slots of each waits for GPU 0: the two slots it needs there and
+    # on GPU 1 are its own, the rest of GPU 1 is anyone's. Reserving whole GPUs for such a
+    # test held every other test back until it ran.
+    slots = functools.partial(gpu_lease.lease, slots_per_gpu=SLOTS)
+    three = contextlib.ExitStack()
+    assert three.enter_context(slots(1, TOTAL_GPUS, timeout=1, slots_each=3)).gpus == [0]
+    outcome, release = {}, threading.Event()
+
+    def take_pair():
+        with slots(2, TOTAL_GPUS, timeout=20, slots_each=2) as held:
+            outcome["gpus"] = held.gpus
+            release.wait(30)
+
+    waiting = threading.Thread(target=take_pair)
+    waiting.start()
+    try:
+        _wait_until(lambda: len(_queue(lease_dir)) == 1, 10, "the 2-GPU request waits")
+        with slots(1, TOTAL_GPUS, timeout=1, slots_each=2) as beside:  # GPU 1: 4 free, 2 its
+            assert beside.gpus == [1], "the head's GPUs were reserved whole"
+            with pytest.raises(gpu_lease.LeaseError):  # would take one of the head's slots
+                with slots(1, TOTAL_GPUS, timeout=0.5, slots_each=1):
+                    pass
+        three.close()
+        _wait_until(lambda: "gpus" in outcome, 10, "the head's lease")
+        assert outcome["gpus"] == [0, 1]
+    finally:
+        release.set()
+        three.close()
+        waiting.join()
+
+
 def test_the_oldest_waiter_goes_first(lease_dir):
     on_0, on_1 = contextlib.ExitStack(), contextlib.ExitStack()
     assert on_0.enter_context(small(timeout=1)).gpus == [0]
