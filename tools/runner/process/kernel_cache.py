@@ -12,6 +12,16 @@ compiler's identity added (build_identity.py): a kernel is reused when torch wou
 reuse it in one process (same source, same flags, same torch, same compiler), and never across
 torch builds or compilers. Only the key changes; the compile uses the real paths.
 
+Precompiled headers: before compiling a CPU kernel, inductor precompiles its prefix header
+(a .gch of some 150 MB, seconds of compile) into tempfile's folder, not its cache folder, so it
+lasts as long as TMPDIR, and the runner gives every run a fresh TMPDIR (private_tmp.py): every
+test process compiled the header again, even where all its kernels were found. They go beside
+the kernels instead (TORCHINDUCTOR_CACHE_DIR/precompiled_headers, as the process found that
+variable when watch() ran, so a test's fresh_cache() does not move them). Inductor keys a
+header by its preprocessed text, its compile command and the compiler's version; the text
+holds the torch folder too (headers' __FILE__), so the preprocessor's output, made only to be
+hashed, gets the same replacement before inductor hashes it, and the key the same patched write.
+
 Folders: the runner points TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR (unless set) at
 ROOT/<digest of the torch build and the compiler on PATH>/, so processes this patch does not
 reach (ranks started by torch's own launchers, whose keys still hold their sandbox's path)
@@ -31,6 +41,7 @@ from tools.runner.process import build_identity, on_import, private_dirs
 ROOT = pathlib.Path(f"/tmp/torch_tests_kernels_{os.getuid()}")
 MODULE = "torch._inductor.codecache"
 _PATCHED = "_torch_test_kernel_cache"
+HEADERS = "precompiled_headers"
 
 
 def configure(env) -> None:
@@ -55,12 +66,23 @@ def build_digest(env) -> str:
     return _digest(facts)
 
 
-def watch() -> None:
-    """Patches inductor's kernel keys now if its code cache is imported, else when it is."""
-    on_import.when_imported(MODULE, install)
+def watch(env=os.environ) -> None:
+    """Patches inductor's kernel keys and header folder now if its code cache is imported,
+    else when it is."""
+    on_import.when_imported(MODULE, install, headers_folder(env))
 
 
-def install(codecache) -> None:
+def headers_folder(env) -> str | None:
+    """Where precompiled headers are kept: beside this process's kernels."""
+    kernels = env.get("TORCHINDUCTOR_CACHE_DIR")
+    return os.path.join(kernels, HEADERS) if kernels else None
+
+
+def install(codecache, headers: str | None = None) -> None:
+    if headers and hasattr(codecache, "_HEADER_DIR"):  # torch builds that precompile headers
+        codecache._HEADER_DIR = headers
+        codecache._HEADER_LOCK_DIR = os.path.join(headers, "locks")
+        _key_preprocessing_without_sandbox(codecache.CppBuilder)
     original = codecache.write
     if getattr(original, _PATCHED, False):
         return
@@ -71,6 +93,26 @@ def install(codecache) -> None:
 
     setattr(write, _PATCHED, True)
     codecache.write = write
+
+
+def _key_preprocessing_without_sandbox(builder) -> None:
+    original = builder.build
+    if getattr(original, _PATCHED, False):
+        return
+
+    @functools.wraps(original)
+    def build(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        if getattr(self, "_preprocessing", False):  # output read only to key a header
+            output = pathlib.Path(self.get_target_file_path())
+            text = output.read_bytes()
+            torch_dir = _torch_dir().encode()
+            if torch_dir in text:
+                output.write_bytes(text.replace(torch_dir, f"<torch {_torch_digest()}>".encode()))
+        return result
+
+    setattr(build, _PATCHED, True)
+    builder.build = build
 
 
 def sandbox_free(extra: str) -> str:

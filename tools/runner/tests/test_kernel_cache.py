@@ -1,9 +1,11 @@
 """Inductor's kernels shared across targets and runs (tools/runner/process/kernel_cache.py).
 
 The runner runs a test that compiles a CPU kernel with inductor, each time with torch imported
-through another path to the same files, as each Bazel sandbox gives it (…/linux-sandbox/<N>/…):
-the second run compiles nothing. A compiler that changed at the same path (CXX, a wrapper
-script edited) compiles anew. That another torch build never shares a key or a folder is
+through another path to the same files, as each Bazel sandbox gives it (…/linux-sandbox/<N>/…),
+and in a new TMPDIR, as the runner gives every run in either mode: the second run compiles
+nothing, neither a kernel nor inductor's precompiled header (the compiler, a wrapper, logs what
+it builds). A compiler that changed at the same path (CXX, a wrapper script edited) compiles
+anew. That another torch build never shares a key or a folder is
 checked on stand-in torch folders, whose libraries change.
 """
 
@@ -23,7 +25,7 @@ COMPILES_ON_THE_CPU = """
         torch.testing.assert_close(compiled(x), (x * 3).cos().sum())
 """
 
-WRAPPER = '#!/bin/sh\n# {note}\nexec g++ "$@"\n'
+WRAPPER = '#!/bin/sh\n# {note}\necho "$@" >>{log}\nexec g++ "$@"\n'
 
 
 def _site_of_torch() -> str:
@@ -43,19 +45,20 @@ class _Runs:
         self.site = _site_of_torch()
         self.compiler = tmp_path / "cxx" / "g++-wrapper"
         self.compiler.parent.mkdir()
+        self.log = tmp_path / "cxx" / "calls.log"
         self.set_compiler("the first compiler")
 
     def set_compiler(self, note: str) -> None:
-        self.compiler.write_text(WRAPPER.format(note=note))
+        self.compiler.write_text(WRAPPER.format(note=note, log=self.log))
         self.compiler.chmod(0o755)
 
     def run(self, sandbox: str) -> list[str]:
-        """Runs the test; returns the kernel libraries the cache gained."""
+        """Runs the test; returns the files the compiler built (kernels, headers)."""
         link = self.tmp_path / sandbox / "site"
         if not link.exists():
             link.parent.mkdir()
             link.symlink_to(self.site)
-        before = set(self.libraries())
+        self.log.write_text("")
         env = bazel_env(
             self.tmp_path,
             TORCHINDUCTOR_CACHE_DIR=self.kernels / "inductor",
@@ -67,20 +70,40 @@ class _Runs:
         env["PYTHONPATH"] = os.pathsep.join([str(link), env["PYTHONPATH"]])
         result = run_runner(self.test_file, env, timeout=300)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-        return sorted(set(self.libraries()) - before)
+        return self.built()
 
-    def libraries(self) -> list[str]:
-        return [str(p) for p in self.kernels.rglob("*.so")]
+    def built(self) -> list[str]:
+        """The outputs of the compiler's calls this run, less preprocessing (`-E`, which
+        inductor runs in every process to key its header) and version queries (no `-o`)."""
+        outputs = []
+        for call in self.log.read_text().splitlines():
+            words = call.split()
+            if "-o" in words and "-E" not in words:
+                outputs.append(words[words.index("-o") + 1])
+        return outputs
+
+
+def _kernels(built: list[str]) -> list[str]:
+    return [path for path in built if path.endswith(".so")]
+
+
+def _headers(built: list[str]) -> list[str]:
+    return [path for path in built if path.endswith(".gch")]
 
 
 def test_a_second_run_compiles_nothing_unless_the_compiler_changed(tmp_path):
     runs = _Runs(tmp_path)
-    assert runs.run("sandbox_1"), "the first run compiled no kernel: nothing is checked"
-    assert runs.run("sandbox_2") == [], "another sandbox's run compiled the same kernels again"
+    first = runs.run("sandbox_1")
+    assert _kernels(first), "the first run compiled no kernel: nothing is checked"
+    assert runs.run("sandbox_2") == [], (
+        "another sandbox's run compiled the same kernels or headers again"
+    )
     # Same compiler path, same torch path as the run before: only the compiler's content
     # tells the two apart.
     runs.set_compiler("another compiler at the same path")
-    assert runs.run("sandbox_2"), "kernels of another compiler were reused"
+    third = runs.run("sandbox_2")
+    assert _kernels(third), "kernels of another compiler were reused"
+    assert len(_headers(third)) == len(_headers(first)), "headers of another compiler were reused"
 
 
 def _fake_torch(root: pathlib.Path) -> pathlib.Path:
