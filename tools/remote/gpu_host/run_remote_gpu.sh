@@ -67,8 +67,13 @@ bazel_run() {
   status=$?
   local wall=$((SECONDS - t0))
   note "${name}: bazel exit ${status}, wall ${wall} s$( ((status == 124)) && echo ", CUT at ${limit} s")"
+  # No worker logs where no rig ran (host mode on a fresh machine): the glob is then empty.
+  local logs=()
+  shopt -s nullglob
+  logs=("${rig_dir}"/logs/worker-*.log)
+  shopt -u nullglob
   python3 -m tools.remote.gpu_host.remote_table summarize "$name" "${state}/${name}.bep.json" \
-    "$wall" "$status" "$start" "${state}/${name}.json" "${rig_dir}"/logs/worker-*.log ||
+    "$wall" "$status" "$start" "${state}/${name}.json" "${logs[@]}" ||
     note "${name}: no summary"
   local summaries=()
   for name in remote remote_again other_model host; do
