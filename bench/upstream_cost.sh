@@ -10,6 +10,8 @@
 #   torch_test of PACKAGE whose source is PACKAGE/NAME.py (e.g. distributed_tests:
 #   test_dynamo_distributed, which compiles with inductor); ROUNDS 3; FILTER a pytest -k
 #   expression, passed to Bazel as --test_filter (e.g. test_call_method_forward).
+# BAZEL_TEST_FLAGS: more flags for the Bazel side (e.g. --test_sharding_strategy=disabled, to
+# see what a filtered run's empty shards cost).
 # Interpreter: $TORCH_TEST_PYTHON (host-interpreter mode for both), else the lock's @pypi
 # for Bazel and python3 for pytest (which then needs torch and expecttest installed).
 source "$(dirname "$0")/lib.sh"
@@ -33,6 +35,7 @@ fi
 table_row round pytest_s bazel_s
 for round in $(seq "$rounds"); do
   plain=$(wall_seconds "$python" -m pytest -q -p no:cacheprovider "${pytest_filter[@]}" "${package}/${name}.py")
-  bazel=$(wall_seconds "$BAZEL" test --nocache_test_results "${bazel_filter[@]}" "$target")
+  # shellcheck disable=SC2086 # BAZEL_TEST_FLAGS: words
+  bazel=$(wall_seconds "$BAZEL" test --nocache_test_results "${bazel_filter[@]}" ${BAZEL_TEST_FLAGS:-} "$target")
   table_row "$round" "$plain" "$bazel"
 done

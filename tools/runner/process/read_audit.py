@@ -68,8 +68,9 @@ class Audit:
         relative = real[len(self.workspace) + 1 :]
         if relative in self.declared or self._bytecode_of_declared(relative):
             return None
-        # Opening a path that does not exist reads nothing. Where inputs are copies (a remote
-        # worker) the runfiles tree is the source tree and the test's working directory, so a
+        # Opening a path that does not exist reads nothing. Where inputs are files, not links (a
+        # remote worker's overlay or copies), the runfiles tree is the source tree and the
+        # test's working directory, so a
         # name that is no file, e.g. "<string>" or "<eval_with_key>.3" tried by linecache and
         # inspect, lands in it and would fail the test instead of raising FileNotFoundError.
         if not os.path.lexists(real):

@@ -135,7 +135,8 @@ def test_the_hook_refuses_each_undeclared_open_and_records_it_once(tree, tmp_pat
 
 @pytest.fixture
 def copied_tree(tmp_path):
-    """Inputs as copies, as a remote worker stages them: the runfiles tree is the source tree."""
+    """Inputs as files, not links, as a remote worker stages them: the runfiles tree is the
+    source tree."""
     runfiles_workspace = tmp_path / "t.runfiles" / "ws"
     for relative in [MODULE, "pkg/declared.txt"]:
         (runfiles_workspace / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +147,7 @@ def copied_tree(tmp_path):
     return runfiles_workspace, audit
 
 
-def test_names_that_are_no_file_are_no_reads_where_inputs_are_copies(copied_tree, monkeypatch):
+def test_names_that_are_no_file_are_no_reads_where_inputs_are_files(copied_tree, monkeypatch):
     # linecache and inspect try names such as "<string>" relative to the working directory,
     # which on a worker is the source tree: nothing is read, so nothing is undeclared.
     runfiles_workspace, audit = copied_tree
