@@ -50,6 +50,18 @@ class LeaseError(RuntimeError):
     pass
 
 
+def lease_dir(env=os.environ) -> pathlib.Path:
+    """The host's lock folder (envvars.GPU_LEASE_DIR, else DEFAULT_DIR), made if missing and,
+    if it is ours, open to every test of the host: a remote worker's sandboxed actions run
+    without the capability to pass its permissions, and mkdir's mode is cut by the umask."""
+    directory = pathlib.Path(env.get(envvars.GPU_LEASE_DIR, DEFAULT_DIR))
+    directory.mkdir(parents=True, exist_ok=True)
+    if directory.stat().st_uid == os.getuid():
+        with contextlib.suppress(PermissionError):  # a read-only bind: as it is, then
+            directory.chmod(0o777)
+    return directory
+
+
 @dataclasses.dataclass(frozen=True)
 class Lease:
     gpus: list[int]
@@ -174,8 +186,7 @@ def lease(
         raise LeaseError(f"needs {count} GPUs, found {total_gpus}")
     if slots_each > slots_per_gpu:  # would wait forever, holding GPUs reserved as the head
         raise LeaseError(f"needs {slots_each} slots of a GPU, which has {slots_per_gpu}")
-    directory = pathlib.Path(env.get(envvars.GPU_LEASE_DIR, DEFAULT_DIR))
-    directory.mkdir(mode=0o777, parents=True, exist_ok=True)
+    directory = lease_dir(env)
     deadline = time.monotonic() + timeout
     queued = None  # (path, fd) of this request's entry once it has to wait
     try:

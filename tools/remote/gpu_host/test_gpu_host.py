@@ -74,7 +74,14 @@ def test_gpu_sandbox_gets_the_nvidia_nodes_and_the_shared_lease_folder(tmp_path)
         (str(dev / n), f"/dev/{n}")
         for n in ("nvidia-caps", "nvidia-uvm", "nvidia0", "nvidia1", "nvidiactl")
     ]
-    assert args[-3:] == ["--bind", str(lease), str(lease)]
+    assert args[-6:] == [
+        "--bind",
+        str(lease),
+        str(lease),
+        "--setenv",
+        "TORCH_TEST_GPU_LEASE_DIR",
+        str(lease),
+    ]
     assert stat.S_IMODE(lease.stat().st_mode) == 0o777
 
 

@@ -13,7 +13,8 @@ once at start, logged), the staged tree is copied into the exec root instead: sl
 copies are the action's own, so the file cache stays untouched as well.
 GPU pools (`gpu_exposure`): the host's NVIDIA device nodes are bound into the sandbox's /dev, and
 the GPU lease's lock folder (tools/runner/gpu_lease.py) is the host's, shared by every sandbox
-of the host and by local tests: the runner inside each action leases its GPUs there, so two
+of the host and by local tests (the worker's TORCH_TEST_GPU_LEASE_DIR, else the default, set
+in the action whatever it asked): the runner inside each action leases its GPUs there, so two
 actions never hold the same GPU. The driver's libraries are where the host has them (the host is
 visible read-only).
 Lifetime: bwrap's own pid namespace (`--unshare-pid`) dies with its first process, which dies
@@ -31,6 +32,7 @@ import subprocess
 import tempfile
 import threading
 
+from tools.hardware import envvars
 from tools.runner import gpu_lease
 
 # Like Bazel's --local_termination_grace_seconds (15): time between SIGTERM and SIGKILL.
@@ -93,10 +95,17 @@ def gpu_exposure(
     args = []
     for node in nodes:
         args += ["--dev-bind", str(node), str(pathlib.Path("/dev") / node.name)]
-    lease = pathlib.Path(lease_dir or gpu_lease.DEFAULT_DIR)
-    lease.mkdir(mode=0o777, parents=True, exist_ok=True)
-    lease.chmod(0o777)  # like the runner's own mkdir; tests run with no capabilities
-    return args + ["--bind", str(lease), str(lease)]
+    lease = gpu_lease.lease_dir({envvars.GPU_LEASE_DIR: lease_dir} if lease_dir else os.environ)
+    # The action's own TORCH_TEST_GPU_LEASE_DIR (a --test_env) would lease apart from the host's
+    # other actions: inside the sandbox the host's folder is the one.
+    return args + [
+        "--bind",
+        str(lease),
+        str(lease),
+        "--setenv",
+        envvars.GPU_LEASE_DIR,
+        str(lease),
+    ]
 
 
 class Sandbox:
