@@ -47,6 +47,12 @@ the 2-, 4- and 8-GPU variants; -multi_gpu: everything else): every Bazel run get
 pytest and the bound cover only the targets Bazel ran. On a multi-GPU host the whole suite's
 plain pytest, one multi-GPU file after another, outlasts a 10-minute call.
 
+--reuse-defaults: the Bazel defaults' run is the last one this RESULTS_DIR holds (its build
+events, wall and exit, and its test logs, which a later `tools/bazel test` replaces), not a new
+one: a 10-minute call runs `--no-pytest --alone 0` (build, memo, record, defaults), and the next
+call on the same warm host `--reuse-defaults` (plain pytest, alone, the bound), each within its
+limit where plain pytest of multi-GPU files, one after another, and Bazel's run do not fit one.
+
 --compare NAME=FLAGS (repeatable) adds one more cold Bazel run with those flags after the
 defaults, on the same record and bound: a lever's before/after side by side. --no-pytest skips
 plain pytest (quick experiments): the bound is then its alone term, run for the longest cases
@@ -408,7 +414,23 @@ def bazel_phase(suffix: str, name: str, flags: str, selection: list[str]) -> Pha
     )
     (RESULTS / f"host_suite{suffix}_bazel.log").write_text(run.stdout + run.stderr)
     log(f"bazel {flags or 'default'}: {wall:.1f} s, exit {run.returncode}")
-    return Phase(name, flags, wall, run.returncode, bep.read(events), events)
+    ran = {"name": name, "flags": flags, "wall": wall, "code": run.returncode}
+    _phase_file(suffix).write_text(json.dumps(ran))
+    return Phase(**ran, targets=bep.read(events), events=events)
+
+
+def _phase_file(suffix: str) -> pathlib.Path:
+    return RESULTS / f"host_suite{suffix}.phase.json"
+
+
+def last_phase(suffix: str) -> Phase:
+    """The run bazel_phase(SUFFIX, ...) made last in RESULTS (--reuse-defaults)."""
+    events = RESULTS / f"host_suite{suffix}.bep.json"
+    if not (_phase_file(suffix).is_file() and events.is_file()):
+        raise SystemExit(f"--reuse-defaults: no earlier run in {RESULTS}: run without it first")
+    ran = json.loads(_phase_file(suffix).read_text())
+    log(f"bazel {ran['flags'] or 'default'}: reused, {ran['wall']:.1f} s, exit {ran['code']}")
+    return Phase(**ran, targets=bep.read(events), events=events)
 
 
 def shard_rows(targets: dict[str, bep.Target]) -> list[str]:
@@ -444,6 +466,11 @@ def parse_options(argv: list[str]):
         "--no-pytest", action="store_true", help="Bazel runs only: no plain pytest, no bound"
     )
     parser.add_argument(
+        "--reuse-defaults",
+        action="store_true",
+        help="take the defaults' run from the last run in RESULTS_DIR (on the same host)",
+    )
+    parser.add_argument(
         "--alone",
         type=int,
         default=3,
@@ -471,9 +498,12 @@ def main(argv: list[str] | None = None) -> int:
     log(f"build (server start, analysis, runfiles): {build_wall:.0f} s")
     memo = fill_vec_isa_memo(python)
     log(f"vec-ISA memo: {memo}")
-    recorded = record_peaks_if_missing(options.tag_filters)
-
-    defaults = bazel_phase("", "defaults", "", selection)
+    if options.reuse_defaults:
+        recorded = "defaults reused from the last run"
+        defaults = last_phase("")
+    else:
+        recorded = record_peaks_if_missing(options.tag_filters)
+        defaults = bazel_phase("", "defaults", "", selection)
     targets, bazel_wall = defaults.targets, defaults.wall
     results = {label: target.status for label, target in targets.items()}
     ran = sorted(label for label, status in results.items() if status != bep.SKIPPED)
