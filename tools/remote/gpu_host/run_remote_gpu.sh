@@ -8,6 +8,9 @@
 #   run_remote_gpu.sh rig     carry .rig_gpu and .wheels: wheels, unpack, rig_gpu.sh up (~1 min)
 #   run_remote_gpu.sh tests   carry .bundle: remote, remote_again, other_model, then host mode
 #                             if the call's time allows (else run `host` next), then the rig down
+#   run_remote_gpu.sh remote  carry .bundle: the remote run only (the rig stays up), where a
+#                             cold remote run leaves too little of a call for the rest
+#   run_remote_gpu.sh again   carry .bundle: remote_again and other_model, then the rig down
 #   run_remote_gpu.sh host    carry .bundle: host mode only
 #
 # Writes to OUT (flat, at most 8 files, each written as its step ends): table.md (per run and
@@ -27,7 +30,7 @@
 #                            (default /tmp/torch_tests_run_remote_gpu)
 #   RUN_BUDGET_S             seconds a phase may take in all (default 570: a call's 600 s less
 #                            time to write results); each Bazel command is cut to fit it
-#   KEEP_RIG=1               `tests` leaves the rig running
+#   KEEP_RIG=1               `tests` and `again` leave the rig running
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 readonly phase="${1:-}"
@@ -112,23 +115,33 @@ retarget_pools() {
   while read -r e; do sed -i "$e" tools/build_defs/variants.bzl; done <<<"$expressions"
 }
 
-phase_tests() {
+# remote_flags: the rig's endpoint and credential named here, whatever RIG_DIR and RIG_PORT
+# are; build events name the downloaded test.log/test.xml (file://), not CAS blobs
+# (bytestream://), so the table can count cases. Sets `remote` and `flags` (with the host's
+# tag filter), after pointing the targets at this host's pools.
+remote_flags() {
   "$rig" status >/dev/null 2>&1 || die "no rig runs here: run \`run_remote_gpu.sh rig\` first, on the same warm machine"
   retarget_pools
   local filter
   filter="$(python3 -m tools.remote.gpu_host.host_pools tag-filter)" || die "host_pools failed"
   note "tag filter: ${filter:-none}"
-  # The rig's endpoint and credential named here, whatever RIG_DIR and RIG_PORT are. Build
-  # events name the downloaded test.log/test.xml (file://), not CAS blobs (bytestream://), so
-  # the table can count cases.
-  local remote=(--config=remote "--remote_executor=grpc://127.0.0.1:${rig_port}"
+  remote=(--config=remote "--remote_executor=grpc://127.0.0.1:${rig_port}"
     "$(RIG_DIR="$rig_dir" && source tools/remote/rig_lib.sh && rig_auth_header dev)"
     --experimental_build_event_upload_strategy=local)
-  local flags=("${remote[@]}" "--test_tag_filters=${filter}")
+  flags=("${remote[@]}" "--test_tag_filters=${filter}")
+}
+
+phase_remote() {
+  remote_flags
   bazel_run remote ob_remote "${flags[@]}"
   tar -C "$(tools/bazel --output_base="${state}/ob_remote" info bazel-testlogs 2>/dev/null)" -czf \
     "${out}/testlogs.tgz" --exclude='*.outputs*' . 2>/dev/null || true
   tools/bazel --output_base="${state}/ob_remote" shutdown >/dev/null 2>&1
+  save_rig_logs
+}
+
+phase_again() {
+  remote_flags
   bazel_run remote_again ob_again "${flags[@]}"
   # Another GPU model's pool for the gpu variant: nothing may come from the cache; no worker
   # serves it, so the watchdog fails its actions naming the pool.
@@ -155,10 +168,13 @@ phase_host() {
 
 case "$phase" in
   rig) phase_rig ;;
+  remote) phase_remote ;;
+  again) phase_again ;;
   tests)
-    phase_tests
+    phase_remote
+    phase_again
     if (($(left_s) > 200)); then phase_host; else note "host mode: run \`run_remote_gpu.sh host\` next"; fi
     ;;
   host) phase_host ;;
-  *) echo "usage: $0 rig|tests|host" >&2; exit 2 ;;
+  *) echo "usage: $0 rig|tests|remote|again|host" >&2; exit 2 ;;
 esac
