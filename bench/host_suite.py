@@ -414,9 +414,10 @@ def bazel_phase(suffix: str, name: str, flags: str, selection: list[str]) -> Pha
     )
     (RESULTS / f"host_suite{suffix}_bazel.log").write_text(run.stdout + run.stderr)
     log(f"bazel {flags or 'default'}: {wall:.1f} s, exit {run.returncode}")
-    ran = {"name": name, "flags": flags, "wall": wall, "code": run.returncode}
-    _phase_file(suffix).write_text(json.dumps(ran))
-    return Phase(**ran, targets=bep.read(events), events=events)
+    _phase_file(suffix).write_text(
+        json.dumps({"name": name, "flags": flags, "wall": wall, "code": run.returncode})
+    )
+    return last_phase(suffix)
 
 
 def _phase_file(suffix: str) -> pathlib.Path:
@@ -424,12 +425,11 @@ def _phase_file(suffix: str) -> pathlib.Path:
 
 
 def last_phase(suffix: str) -> Phase:
-    """The run bazel_phase(SUFFIX, ...) made last in RESULTS (--reuse-defaults)."""
+    """The run bazel_phase(SUFFIX, ...) made last in RESULTS (also --reuse-defaults)."""
     events = RESULTS / f"host_suite{suffix}.bep.json"
     if not (_phase_file(suffix).is_file() and events.is_file()):
         raise SystemExit(f"--reuse-defaults: no earlier run in {RESULTS}: run without it first")
     ran = json.loads(_phase_file(suffix).read_text())
-    log(f"bazel {ran['flags'] or 'default'}: reused, {ran['wall']:.1f} s, exit {ran['code']}")
     return Phase(**ran, targets=bep.read(events), events=events)
 
 
@@ -501,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.reuse_defaults:
         recorded = "defaults reused from the last run"
         defaults = last_phase("")
+        log(f"bazel default: reused, {defaults.wall:.1f} s, exit {defaults.code}")
     else:
         recorded = record_peaks_if_missing(options.tag_filters)
         defaults = bazel_phase("", "defaults", "", selection)

@@ -118,8 +118,9 @@ retarget_pools() {
 # remote_flags: the rig's endpoint and credential named here, whatever RIG_DIR and RIG_PORT
 # are; build events name the downloaded test.log/test.xml (file://), not CAS blobs
 # (bytestream://), so the table can count cases. Sets `remote` and `flags` (with the host's
-# tag filter), after pointing the targets at this host's pools.
+# tag filter), after pointing the targets at this host's pools; once per invocation.
 remote_flags() {
+  [[ -n ${flags+set} ]] && return
   "$rig" status >/dev/null 2>&1 || die "no rig runs here: run \`run_remote_gpu.sh rig\` first, on the same warm machine"
   retarget_pools
   local filter

@@ -108,7 +108,7 @@ def _key_preprocessing_without_sandbox(builder) -> None:
             text = output.read_bytes()
             torch_dir = _torch_dir().encode()
             if torch_dir in text:
-                output.write_bytes(text.replace(torch_dir, f"<torch {_torch_digest()}>".encode()))
+                output.write_bytes(text.replace(torch_dir, _torch_placeholder().encode()))
         return result
 
     setattr(build, _PATCHED, True)
@@ -121,7 +121,7 @@ def sandbox_free(extra: str) -> str:
     torch_dir = _torch_dir()
     if not extra or not isinstance(extra, str) or torch_dir not in extra:
         return extra  # not a compile command of torch's
-    return f"{extra.replace(torch_dir, f'<torch {_torch_digest()}>')} <cxx {_compiler_digest()}>"
+    return f"{extra.replace(torch_dir, _torch_placeholder())} <cxx {_compiler_digest()}>"
 
 
 @functools.cache
@@ -133,8 +133,9 @@ def _torch_dir() -> str:
 
 
 @functools.cache
-def _torch_digest() -> str:
-    return _digest(build_identity.torch_identity(_torch_dir()))
+def _torch_placeholder() -> str:
+    """What keys hold instead of this process's torch folder: its build's identity."""
+    return f"<torch {_digest(build_identity.torch_identity(_torch_dir()))}>"
 
 
 def _compiler_digest() -> str:

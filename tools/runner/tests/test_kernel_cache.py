@@ -125,7 +125,7 @@ def test_another_torch_build_gets_another_key_and_folder(tmp_path, monkeypatch):
     env = {"PATH": os.environ["PATH"]}
 
     def key_and_folder():
-        kernel_cache._torch_digest.cache_clear()
+        kernel_cache._torch_placeholder.cache_clear()
         return kernel_cache.sandbox_free(command), kernel_cache.build_digest(env)
 
     first = key_and_folder()
