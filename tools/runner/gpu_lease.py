@@ -21,6 +21,12 @@ slot under a host-wide directory.
   back behind one shared 4-GPU test). An entry whose flock is takeable is a dead waiter's
   (SIGKILL) and is removed by whoever sees it; the queue is read and joined only under the
   allocator lock, and a waiter holds no slot, so there is still no deadlock.
+* A request may be patient (`patience` seconds): until then it reserves nothing and the next
+  waiter is the head. The runner makes whole-GPU requests (no recorded peak) patient for half
+  the time they may wait: a 1-second probe that needs whole GPUs otherwise drained them as
+  the head and held every test with a measured share back for the ~160 s the tests already
+  on them ran (bench/results/multi_gpu_lease_2026-11-26_nvidia-h100-x2.md); its turn then
+  comes when the shared work leaves its GPUs free, or it reserves them once patience ends.
 * The lease returns the environment of its holder's processes: CUDA_VISIBLE_DEVICES, the
   leased GPUs, and holding part of each GPU, TORCH_TEST_GPU_MEMORY_FRACTION (its slots / the
   slots) for tests to cap their memory (tools/runner/process/memory_cap.py). The runner puts it in
@@ -125,13 +131,15 @@ def _try_take(
     return (chosen, kept) if chosen else None
 
 
-def _join_queue(directory: pathlib.Path, count: int, each: int):
+def _join_queue(directory: pathlib.Path, count: int, each: int, patience: float):
     """Enters the queue (under the allocator lock, so no one sees an entry not yet locked)."""
     queue = directory / "waiters"
     queue.mkdir(mode=0o777, exist_ok=True)
-    path = queue / f"{time.time_ns()}-{os.getpid()}"
+    now = time.time_ns()
+    path = queue / f"{now}-{os.getpid()}"
     fd = _lock(path, blocking=False)
-    os.write(fd, f"{count} {each}\n".encode())  # what it waits for: what the head reserves
+    # What it waits for, what the head reserves, and from when (wall clock: other processes').
+    os.write(fd, f"{count} {each} {now + int(patience * 1e9)}\n".encode())
     return path, fd
 
 
@@ -143,9 +151,11 @@ def _leave_queue(entry) -> None:
 
 def _head_need(directory: pathlib.Path, own) -> tuple[int, int]:
     """(GPUs, slots on each) the head of the queue reserves against this request: none if it
-    is the head or none waits. Under the allocator lock; removes dead waiters' entries."""
+    is the head or none waits. The head is the oldest live waiter whose patience has ended.
+    Under the allocator lock; removes dead waiters' entries."""
     queue = directory / "waiters"
     entries = list(queue.iterdir()) if queue.is_dir() else []
+    now = time.time_ns()
     for path in sorted(entries, key=lambda path: tuple(map(int, path.name.split("-")))):
         if own and path == own[0]:
             return (0, 0)
@@ -156,8 +166,9 @@ def _head_need(directory: pathlib.Path, own) -> tuple[int, int]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # alive: it holds its entry
-            count, each = os.pread(fd, 64, 0).split()
-            return int(count), int(each)
+            count, each, reserves_from = os.pread(fd, 64, 0).split()
+            if int(reserves_from) <= now:
+                return int(count), int(each)
         else:  # its waiter died without leaving
             path.unlink(missing_ok=True)
         finally:
@@ -174,13 +185,14 @@ def lease(
     holder: str = "",
     slots_per_gpu: int = 1,
     slots_each: int = 1,
+    patience: float = 0.0,
     env=os.environ,
 ):
     """Hold `count` GPUs for the duration of the block; yields them and their Lease.env.
 
     `slots_each` slots of every chosen GPU (all `slots_per_gpu` of them: the GPUs whole); the
-    sharing policy that picks them (TORCH_TEST_SLOTS_PER_GPU included) is
-    tools/runner/gpu_share.py, whose decision the runner passes here.
+    sharing policy that picks them (TORCH_TEST_SLOTS_PER_GPU included) and the request's
+    `patience` is tools/runner/gpu_share.py, whose decision the runner passes here.
     """
     if count > total_gpus:
         raise LeaseError(f"needs {count} GPUs, found {total_gpus}")
@@ -199,7 +211,7 @@ def lease(
                     _leave_queue(queued)
                     queued = None
                 elif got is None and queued is None:
-                    queued = _join_queue(directory, count, slots_each)
+                    queued = _join_queue(directory, count, slots_each, patience)
             finally:
                 _release([allocator])
             if got is not None:

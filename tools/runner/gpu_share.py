@@ -35,6 +35,10 @@ from tools.hardware import envvars, probe
 DEFAULT_SLOTS = 16
 MARGIN = 1.25
 CONTEXT_MIB = 1024
+# The part of its wait a whole-GPU request lets shared ones (measured peaks) pass it before it
+# reserves its GPUs as the head of the queue (tools/runner/gpu_lease.py, patience): draining a
+# GPU for a whole-GPU test idles the GPU's other slots for as long as the longest test on it.
+WHOLE_PATIENCE = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +50,10 @@ class Decision:
     @property
     def shared(self) -> bool:
         return self.slots_each < self.slots_per_gpu
+
+    def patience(self, wait: float) -> float:
+        """Seconds of a `wait`-second lease during which this request reserves nothing."""
+        return 0.0 if self.shared else wait * WHOLE_PATIENCE
 
 
 def decide(env, memory_mib: Callable[[], int | None] = probe.gpu_memory_mib) -> Decision:

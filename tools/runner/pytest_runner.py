@@ -182,13 +182,15 @@ def _gpus_for(variant: str, env, holder: str):
     deadline = float(env.get(envvars.DEADLINE, time.time() + 3600))
     asked = time.time()
     share = gpu_share.decide(env)
+    wait = max(1.0, deadline - time.time())
     with gpu_lease.lease(
         need,
         probe.visible_gpu_count(),
-        timeout=max(1.0, deadline - time.time()),
+        timeout=wait,
         holder=holder,
         slots_per_gpu=share.slots_per_gpu,
         slots_each=share.slots_each,
+        patience=share.patience(wait),
         env=env,
     ) as held:
         waited = time.time() - asked

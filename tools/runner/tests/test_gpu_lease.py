@@ -279,6 +279,35 @@ def test_a_shared_head_reserves_its_slots_not_its_gpus(lease_dir):
         waiting.join()
 
 
+def test_a_patient_whole_request_lets_shared_ones_pass_then_reserves(lease_dir):
+    # On a 2xH100 host a 1-second probe that needed both GPUs whole became the head and held
+    # every test with a measured share back for ~160 s while the GPUs drained. A patient
+    # request reserves nothing until its patience ends, then it is the head as before.
+    with small(timeout=1) as first, small(timeout=1) as second:
+        assert sorted(first.gpus + second.gpus) == [0, 1]  # a slot of each GPU is held
+        outcome, patience = {}, 1.5  # both GPUs whole, as a 2-GPU probe with no peak
+
+        def take():
+            with gpu_lease.lease(
+                2, TOTAL_GPUS, timeout=20, slots_per_gpu=SLOTS, slots_each=SLOTS, patience=patience
+            ) as held:
+                outcome["gpus"] = held.gpus
+
+        waiting = threading.Thread(target=take)
+        started = time.monotonic()
+        waiting.start()  # gets its GPUs once the two holders leave, whatever happens here
+        _wait_until(lambda: len(_queue(lease_dir)) == 1, 10, "the whole request waits")
+        with small(timeout=0.3):  # patient: it reserves no GPU yet
+            assert time.monotonic() - started < patience, "too slow to test patience"
+        time.sleep(max(0.0, patience - (time.monotonic() - started)) + 0.3)
+        with pytest.raises(gpu_lease.LeaseError):  # the head now: its GPUs are reserved
+            with small(timeout=0.5):
+                pass
+    waiting.join(timeout=30)
+    assert outcome.get("gpus") == [0, 1], outcome
+    assert _queue(lease_dir) == []
+
+
 def test_the_oldest_waiter_goes_first(lease_dir):
     on_0, on_1 = contextlib.ExitStack(), contextlib.ExitStack()
     assert on_0.enter_context(small(timeout=1)).gpus == [0]

@@ -45,6 +45,13 @@ def test_anything_not_known_to_fit_takes_whole_gpus(env, memory, reason):
     assert not decision.shared
     assert decision.slots_each == decision.slots_per_gpu == gpu_share.DEFAULT_SLOTS
     assert reason in decision.reason
+    # It lets shared tests pass it for half its wait before it reserves GPUs (gpu_lease.py).
+    assert decision.patience(300.0) == 300.0 * gpu_share.WHOLE_PATIENCE == 150.0
+
+
+def test_a_shared_request_is_never_patient():
+    decision = gpu_share.decide({"TORCH_TEST_GPU_PEAK_MIB": "100"}, lambda: H100_MIB)
+    assert decision.shared and decision.patience(300.0) == 0.0
 
 
 def test_explicit_slots_share_everything_but_declared_whole_targets():
