@@ -239,12 +239,20 @@ def breakdown(python: str, rounds: int = 3) -> list[str]:
     env = pytest_env(python)
     # The runner as a test action: Bazel's protocol variables, its own temporary folder.
     env.update(TEST_TMPDIR=str(work), TEST_SRCDIR=str(work), TEST_TARGET="//bench:breakdown")
-    plugin = ["-p", "test_utils.pytest_plugin", "-p", "no:cacheprovider", "-q"]
+    plugin = ["-p", "tools.runner.session.plugin", "-p", "no:cacheprovider", "-q"]
     runner = [python, pytest_runner.__file__]
     steps = {
         "interpreter start (`python -c pass`)": [python, "-c", "pass"],
         "`import pytest`": [python, "-c", "import pytest"],
         "`import torch`": [python, "-c", "import torch"],
+        # As the runner's inventory imports it (tools/runner/collection.py): one OpenMP thread.
+        "`import torch`, OMP_NUM_THREADS=1": [
+            "env",
+            "OMP_NUM_THREADS=1",
+            python,
+            "-c",
+            "import torch",
+        ],
         "pytest + plugin, 1 test, no torch (1 process)": [
             python,
             "-m",

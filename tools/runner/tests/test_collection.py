@@ -131,3 +131,20 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
         "test_fixture.py::test_a",
         "test_fixture.py::test_b",
     ], code.stdout + code.stderr
+
+
+def test_the_inventory_imports_with_one_thread_whatever_the_tests_get(tmp_path):
+    # It runs no test: a thread per core only spins while torch imports (bench/scale.py
+    # --breakdown). The test process keeps its own budget.
+    shows_env = [
+        sys.executable,
+        "-c",
+        "import json, os, sys; json.dump({'threads': os.environ.get('OMP_NUM_THREADS'),"
+        " 'seed': os.environ.get('PYTHONHASHSEED')}, open(sys.argv[1], 'w'))",
+    ]
+    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "16", "PYTHONHASHSEED": "0"}
+    check = collection.Check(shows_env, [], env, str(tmp_path))
+    check.proc.wait()
+    seen = json.loads((tmp_path / "inventory.json").read_text())
+    assert seen == {"threads": "1", "seed": "1"}
+    assert env["OMP_NUM_THREADS"] == "16", "the tests' environment is not changed"
