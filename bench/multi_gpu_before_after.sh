@@ -31,6 +31,7 @@
 #   FORGET_PEAKS=1           `before` starts from no recorded GPU peak at all (every GPU target
 #                            leases whole GPUs), as a tree did before peaks were recorded
 #   TARGETS                  patterns (default //...)
+#   SETUP=1                  `after` alone runs setup first (a fresh host, the record as committed)
 source "$(dirname "$0")/lib.sh"
 stages="${1:-all}"
 [[ $stages =~ ^(all|before|after)$ ]] || { echo "usage: $0 [all|before|after]" >&2; exit 2; }
@@ -90,7 +91,7 @@ table() {
   cat "${out}/table.md"
 }
 
-[[ $stages == after ]] || setup
+[[ $stages == after && ${SETUP:-} != 1 ]] || setup
 if [[ $stages != after ]]; then
   rm -f "${state}"/{before,after}.json
   if [[ ${FORGET_PEAKS:-} == 1 ]]; then python3 bench/multi_gpu_table.py forget-peaks | tee -a "${out}/env.txt"; fi
