@@ -32,6 +32,19 @@ _OUR_VARIANT = (
 )
 
 
+# First lines of a generated test file whose point is not which vector ISAs the CPU has: they
+# cut inductor's list to AVX2 (valid_vec_isa_list reads it when first asked), so a process with
+# a cold vec-ISA memo probes one ISA, not each the CPU reports (~10 g++ runs, ~100 s on a busy
+# 32-core host, which put these self-tests on the critical path of //... there).
+ONE_VEC_ISA = """
+    from torch._inductor import cpu_vec_isa as _cpu_vec_isa
+
+    _cpu_vec_isa.supported_vec_isa_list[:] = [
+        isa for isa in _cpu_vec_isa.supported_vec_isa_list if str(isa) == "avx2"
+    ]
+"""
+
+
 def write_tests(tmp_path, body: str, name: str = "test_fixture.py") -> pathlib.Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(body))

@@ -14,9 +14,11 @@ import pathlib
 import sys
 
 from tools.runner.process import kernel_cache
-from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
+from tools.runner.tests.runner_subprocess import ONE_VEC_ISA, bazel_env, run_runner, write_tests
 
-COMPILES_ON_THE_CPU = """
+COMPILES_ON_THE_CPU = (
+    ONE_VEC_ISA
+    + """
     import torch
 
     def test_compiles():
@@ -24,6 +26,7 @@ COMPILES_ON_THE_CPU = """
         x = torch.randn(32)
         torch.testing.assert_close(compiled(x), (x * 3).cos().sum())
 """
+)
 
 WRAPPER = '#!/bin/sh\n# {note}\necho "$@" >>{log}\nexec g++ "$@"\n'
 

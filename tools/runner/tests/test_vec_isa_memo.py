@@ -20,7 +20,7 @@ import pytest
 
 from tools.hardware import envvars
 from tools.runner.process import on_import, vec_isa_memo
-from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
+from tools.runner.tests.runner_subprocess import ONE_VEC_ISA, bazel_env, run_runner, write_tests
 
 
 class _Probed:
@@ -119,7 +119,9 @@ def test_off_patches_nothing(monkeypatch):
 # The first process fills the memo from a real compile (what a test's compile asks for); the
 # second asks inductor for its vector ISA, which checks the same list of ISAs, without paying a
 # kernel compile.
-COMPILES_ON_THE_CPU = """
+COMPILES_ON_THE_CPU = (
+    ONE_VEC_ISA
+    + """
     import torch
 
     def test_compiles():
@@ -127,12 +129,16 @@ COMPILES_ON_THE_CPU = """
         x = torch.randn(64)
         torch.testing.assert_close(compiled(x), (x * 2).sin().sum())
 """
-PICKS_A_VECTOR_ISA = """
+)
+PICKS_A_VECTOR_ISA = (
+    ONE_VEC_ISA
+    + """
     from torch._inductor import cpu_vec_isa
 
     def test_picks():
         assert cpu_vec_isa.pick_vec_isa() is not None
 """
+)
 
 
 def test_the_second_test_process_takes_every_probe_from_the_first(tmp_path):
