@@ -166,8 +166,8 @@ def _head_need(directory: pathlib.Path, own) -> tuple[int, int]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # alive: it holds its entry
-            count, each, reserves_from = os.pread(fd, 64, 0).split()
-            if int(reserves_from) <= now:
+            count, each, *since = os.pread(fd, 64, 0).split()
+            if not since or int(since[0]) <= now:  # no time: an older runner's, at once
                 return int(count), int(each)
         else:  # its waiter died without leaving
             path.unlink(missing_ok=True)
