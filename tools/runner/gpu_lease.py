@@ -22,8 +22,9 @@ slot under a host-wide directory.
   (SIGKILL) and is removed by whoever sees it; the queue is read and joined only under the
   allocator lock, and a waiter holds no slot, so there is still no deadlock.
 * A request may be patient (`patience` seconds): until then it reserves nothing and the next
-  waiter is the head. The runner makes whole-GPU requests (no recorded peak) patient for half
-  the time they may wait: a 1-second probe that needs whole GPUs otherwise drained them as
+  waiter is the head. The runner makes requests for whole GPUs (tools/runner/gpu_share.py: no
+  recorded peak, declared whole, or too large to share) patient for half the time they may
+  wait: a 1-second probe that needs whole GPUs otherwise drained them as
   the head and held every test with a measured share back for the ~160 s the tests already
   on them ran (bench/results/multi_gpu_lease_2026-11-26_nvidia-h100-x2.md); its turn then
   comes when the shared work leaves its GPUs free, or it reserves them once patience ends.

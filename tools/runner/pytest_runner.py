@@ -183,6 +183,7 @@ def _gpus_for(variant: str, env, holder: str):
     asked = time.time()
     share = gpu_share.decide(env)
     wait = max(1.0, deadline - time.time())
+    patience = share.patience(wait)
     with gpu_lease.lease(
         need,
         probe.visible_gpu_count(),
@@ -190,13 +191,16 @@ def _gpus_for(variant: str, env, holder: str):
         holder=holder,
         slots_per_gpu=share.slots_per_gpu,
         slots_each=share.slots_each,
-        patience=share.patience(wait),
+        patience=patience,
         env=env,
     ) as held:
         waited = time.time() - asked
         how = "shared" if share.shared else "whole"
+        # A long wait of a whole-GPU test is its patience, not a stuck lease (gpu_lease.py).
+        patient = f"; let shared tests pass for up to {patience:.0f} s" if patience else ""
         print(
-            f"torch_test lease: GPUs {held.gpus} after {waited:.1f} s ({how}: {share.reason})",
+            f"torch_test lease: GPUs {held.gpus} after {waited:.1f} s "
+            f"({how}: {share.reason}{patient})",
             file=sys.stderr,
         )
         yield {**held.env, **probe.exported_env()}
