@@ -71,8 +71,9 @@ class Check:
         # Nothing the target configures reaches it: no user options through the environment.
         child_env = {k: v for k, v in env.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
         child_env[SEED_ENV] = self.other
-        # It runs no test: one thread. Otherwise torch's import spins up one OpenMP thread per
-        # core, which cost ~2.5 CPU s of its ~5.5 on 16 cores (bench/scale.py --breakdown).
+        # It runs no test: one thread. Otherwise torch's import starts one OpenMP thread per
+        # core, which spin: about half the import's CPU on a 16-core host (bench/scale.py
+        # --breakdown; bench/results/scale_2026-11-26_nvidia-h100-x1.md).
         child_env["OMP_NUM_THREADS"] = "1"
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(

@@ -24,10 +24,10 @@ slot under a host-wide directory.
 * A request may be patient (`patience` seconds): until then it reserves nothing and the next
   waiter is the head. The runner makes requests for whole GPUs (tools/runner/gpu_share.py: no
   recorded peak, declared whole, or too large to share) patient for half the time they may
-  wait: a 1-second probe that needs whole GPUs otherwise drained them as
-  the head and held every test with a measured share back for the ~160 s the tests already
-  on them ran (bench/results/multi_gpu_lease_2026-11-26_nvidia-h100-x2.md); its turn then
-  comes when the shared work leaves its GPUs free, or it reserves them once patience ends.
+  wait: a probe of a second that needs whole GPUs otherwise drained them as the head and held
+  every test with a measured share back for as long as the tests already on them ran
+  (bench/results/multi_gpu_lease_2026-11-26_nvidia-h100-x2.md); its turn then comes when the
+  shared work leaves its GPUs free, or it reserves them once its patience ends.
 * The lease returns the environment of its holder's processes: CUDA_VISIBLE_DEVICES, the
   leased GPUs, and holding part of each GPU, TORCH_TEST_GPU_MEMORY_FRACTION (its slots / the
   slots) for tests to cap their memory (tools/runner/process/memory_cap.py). The runner puts it in

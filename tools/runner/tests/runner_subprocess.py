@@ -34,8 +34,9 @@ _OUR_VARIANT = (
 
 # First lines of a generated test file whose point is not which vector ISAs the CPU has: they
 # cut inductor's list to AVX2 (valid_vec_isa_list reads it when first asked), so a process with
-# a cold vec-ISA memo probes one ISA, not each the CPU reports (~10 g++ runs, ~100 s on a busy
-# 32-core host, which put these self-tests on the critical path of //... there).
+# a cold vec-ISA memo probes one ISA with g++, not each the CPU reports; probing them all put
+# these self-tests on the critical path of //... on a 2-GPU host
+# (bench/results/multi_gpu_lease_2026-11-26_nvidia-h100-x2.md).
 ONE_VEC_ISA = """
     from torch._inductor import cpu_vec_isa as _cpu_vec_isa
 
