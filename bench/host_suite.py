@@ -428,7 +428,11 @@ def last_phase(suffix: str) -> Phase:
     """The run bazel_phase(SUFFIX, ...) made last in RESULTS (also --reuse-defaults)."""
     events = RESULTS / f"host_suite{suffix}.bep.json"
     if not (_phase_file(suffix).is_file() and events.is_file()):
-        raise SystemExit(f"--reuse-defaults: no earlier run in {RESULTS}: run without it first")
+        # After a fresh run, Bazel wrote no build events; with --reuse-defaults, none ran yet.
+        raise SystemExit(
+            f"no saved Bazel run in {RESULTS} ({events.name}, {_phase_file(suffix).name}); "
+            "with --reuse-defaults, run without it first"
+        )
     ran = json.loads(_phase_file(suffix).read_text())
     return Phase(**ran, targets=bep.read(events), events=events)
 
