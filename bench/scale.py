@@ -15,12 +15,15 @@ Generates N test files of one shape into bench/_scale/ (git-ignored; every targe
 and prints ratios and each target's fixed cost, split from its logs:
   outside the runner  Bazel's test action minus the runner's wall: sandbox, runfiles, stub
   runner + start      the runner's wall minus its test cases: interpreter start, imports
-                      (torch), collection, the runner's own work (lease, ledger, child process)
+                      (torch), collection, the runner's own work (lease, ledger), the
+                      inventory beside
   cases               the test cases' own seconds (a file's first compile included)
 With --breakdown, one target's fixed cost split by process, as CPU and wall seconds (median
 of 3) of: the interpreter's start, pytest's and torch's imports, pytest with the plugin on one
-test without torch (one process), the runner on it (two processes), the runner on one test that
-imports torch; CPU seconds hold where other work shares the cores.
+test without torch (one process), the source's inventory alone, the runner on one test without
+torch and on one that imports torch (three processes: runner, tests, inventory); CPU seconds
+hold where other work shares the cores. For --shape inductor the vector-ISA memo is filled
+before the runs, once per host, its cost reported apart.
 With --analysis, loading+analysis wall (`build --nobuild` after a fresh generate) at each N;
 with --noop also a warm no-op `tools/bazel test` at each N after one run of every target (use
 --shape trivial for large N on few cores: it measures Bazel, not torch).
@@ -51,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 from bench import host_suite, plain_env  # noqa: E402
 from tools.results import bep, junit, runner_log  # noqa: E402
 from tools.runner import pytest_runner  # noqa: E402
+from tools.runner.session import child  # noqa: E402
 
 PACKAGE = "bench/_scale"
 OUT = ROOT / PACKAGE
@@ -175,6 +179,11 @@ def compare(python: str, shape: str, n: int, cores: int, serial: bool) -> list[s
     if build.returncode:
         raise SystemExit(build.stderr[-3000:])
     log(f"build of {n} targets (analysis, runfiles): {build_wall:.1f} s")
+    # Before any side runs, as on a host that has run a test: else the first side's targets
+    # wait for one of them to fill it (tools/runner/process/vec_isa_memo.py) and that
+    # one-time cost lands in their wall alone.
+    memo = host_suite.fill_vec_isa_memo(python) if shape == "inductor" else "not needed"
+    log(f"vec-ISA memo: {memo}")
     host_suite.cold_kernel_cache()
     events = RESULTS / "scale.bep.json"
     run, bazel_wall = host_suite.bazel(
@@ -210,7 +219,8 @@ def compare(python: str, shape: str, n: int, cores: int, serial: bool) -> list[s
         "",
         f"- bazel exit {run.returncode}, {passed} of {n} PASSED; packed exit "
         f"{packed.returncode}; xdist: {xdist_summary}; "
-        f"serial: {serial_summary}; build before the run (analysis, runfiles) {build_wall:.1f} s",
+        f"serial: {serial_summary}; build before the run (analysis, runfiles) {build_wall:.1f} s; "
+        f"vec-ISA memo before the runs: {memo}",
         f"- per target, median of {len(costs)}: outside the runner {medians[0]:.2f} s, "
         f"runner + start {medians[1]:.2f} s, cases {medians[2]:.2f} s; "
         f"sum of test actions {sum(sum(c) for c in costs):.0f} s",
@@ -218,7 +228,12 @@ def compare(python: str, shape: str, n: int, cores: int, serial: bool) -> list[s
     ]
 
 
-def _cpu_and_wall(cmd: list[str], env: dict, cwd: pathlib.Path) -> tuple[float, float]:
+def _cpu_and_wall(
+    cmd: list[str], env: dict, cwd: pathlib.Path, made: pathlib.Path | None = None
+) -> tuple[float, float]:
+    """CPU and wall seconds of `cmd`, which must exit 0, or, given `made`, write that file (the
+    inventory's exit status means nothing: its record says it collected)."""
+
     def cpu() -> float:
         used = resource.getrusage(resource.RUSAGE_CHILDREN)
         return used.ru_utime + used.ru_stime
@@ -226,8 +241,11 @@ def _cpu_and_wall(cmd: list[str], env: dict, cwd: pathlib.Path) -> tuple[float, 
     before, start = cpu(), time.monotonic()
     proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     wall, used = time.monotonic() - start, cpu() - before
-    if proc.returncode:
+    failed = not made.exists() if made else proc.returncode
+    if failed:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    if made:
+        made.unlink()
     return used, wall
 
 
@@ -240,6 +258,7 @@ def breakdown(python: str, rounds: int = 3) -> list[str]:
     # The runner as a test action: Bazel's protocol variables, its own temporary folder.
     env.update(TEST_TMPDIR=str(work), TEST_SRCDIR=str(work), TEST_TARGET="//bench:breakdown")
     plugin = ["-p", "tools.runner.session.plugin", "-p", "no:cacheprovider", "-q"]
+    inventory = work / "inventory.json"
     runner = [python, pytest_runner.__file__]
     steps = {
         "interpreter start (`python -c pass`)": [python, "-c", "pass"],
@@ -260,13 +279,30 @@ def breakdown(python: str, rounds: int = 3) -> list[str]:
             *plugin,
             "test_plain.py",
         ],
-        "runner, 1 test, no torch (2 processes)": [*runner, "test_plain.py"],
-        "runner, 1 test importing torch (2 processes)": [*runner, "test_torch.py"],
+        # The runner's third process, alone: it collects the file without conftest and runs
+        # nothing (tools/runner/collection.py), importing torch with one OpenMP thread.
+        "the inventory alone, file importing torch (1 process)": [
+            "env",
+            "OMP_NUM_THREADS=1",
+            python,
+            *child.COMMAND[1:],
+            child.INVENTORY,
+            str(inventory),
+            "--noconftest",
+            *plugin,
+            "test_torch.py",
+        ],
+        "runner, 1 test, no torch (3 processes: runner, tests, inventory)": [
+            *runner,
+            "test_plain.py",
+        ],
+        "runner, 1 test importing torch (3 processes)": [*runner, "test_torch.py"],
     }
     samples = {name: [] for name in steps}
     for _ in range(rounds):
         for name, cmd in steps.items():
-            samples[name].append(_cpu_and_wall(cmd, env, work))
+            made = inventory if child.INVENTORY in cmd else None
+            samples[name].append(_cpu_and_wall(cmd, env, work, made))
     shutil.rmtree(work, ignore_errors=True)
     rows = ["## One target's fixed cost by process", "", "| step | CPU s | wall s |"]
     rows.append("| --- | ---: | ---: |")
