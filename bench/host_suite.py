@@ -52,6 +52,10 @@ events, wall and exit, and its test logs, which a later `tools/bazel test` repla
 one: a 10-minute call runs `--no-pytest --alone 0` (build, memo, record, defaults), and the next
 call on the same warm host `--reuse-defaults` (plain pytest, alone, the bound), each within its
 limit where plain pytest of multi-GPU files, one after another, and Bazel's run do not fit one.
+--reuse-pytest likewise takes plain pytest's run (its per-case seconds, kept in RESULTS_DIR as
+host_suite_pytest.json) from the last run, so a third call runs only the cases alone and the
+bound, where the second call's plain pytest and cases alone outlast one call
+(bench/results/host_suite_2026-11-26_nvidia-h100-x1.md).
 
 --compare NAME=FLAGS (repeatable) adds one more cold Bazel run with those flags after the
 defaults, on the same record and bound: a lever's before/after side by side. --no-pytest skips
@@ -284,6 +288,26 @@ def plain_pytest(ran: list[str], declared, python: str):
     return rows, cases
 
 
+def _pytest_file() -> pathlib.Path:
+    return RESULTS / "host_suite_pytest.json"
+
+
+def save_pytest(rows, cases) -> None:
+    """Plain pytest's run kept in RESULTS for --reuse-pytest."""
+    _pytest_file().write_text(json.dumps({"rows": rows, "cases": [list(c) for c in cases]}))
+
+
+def last_pytest():
+    """The plain pytest run save_pytest kept last in RESULTS (--reuse-pytest)."""
+    if not _pytest_file().is_file():
+        raise SystemExit(
+            f"no saved plain pytest run in {RESULTS} ({_pytest_file().name}); "
+            "with --reuse-pytest, run without it first"
+        )
+    saved = json.loads(_pytest_file().read_text())
+    return [tuple(row) for row in saved["rows"]], [Case(*c) for c in saved["cases"]]
+
+
 def bazel_cases(targets: dict[str, bep.Target]) -> list[Case]:
     """Per-case seconds of a Bazel run, from its shards' test.xml."""
     return [
@@ -475,6 +499,11 @@ def parse_options(argv: list[str]):
         help="take the defaults' run from the last run in RESULTS_DIR (on the same host)",
     )
     parser.add_argument(
+        "--reuse-pytest",
+        action="store_true",
+        help="take plain pytest's run from the last run in RESULTS_DIR (on the same host)",
+    )
+    parser.add_argument(
         "--alone",
         type=int,
         default=3,
@@ -525,7 +554,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
 
     declared = declared_variants(suite_tests())
-    rows, cases = ([], []) if options.no_pytest else plain_pytest(ran, declared, python)
+    if options.no_pytest:
+        rows, cases = [], []
+    elif options.reuse_pytest:
+        rows, cases = last_pytest()
+        log(f"plain pytest: reused, {sum(row[2] for row in rows):.1f} s")
+    else:
+        rows, cases = plain_pytest(ran, declared, python)
+        save_pytest(rows, cases)
     # A target whose cases Bazel ran but plain pytest did not would make both sides meaningless.
     silent = sorted({c.label for c in default_cases} - {c.label for c in cases})
     if rows and silent:
