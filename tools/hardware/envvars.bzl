@@ -21,6 +21,7 @@ RUNNER_ENV = {
     "DEADLINE": "TORCH_TEST_DEADLINE",  # epoch seconds by which harness timeouts must have fired
     "HOST_GPUS": "TORCH_TEST_HOST_GPUS",  # this host's GPU count once probed (the rig sets it too)
     "GPU_MEMORY_FRACTION": "TORCH_TEST_GPU_MEMORY_FRACTION",  # this test's share of its GPUs
+    "DESCENDANT_PEAKS": "TORCH_TEST_DESCENDANT_PEAKS",  # where a test's other processes leave GPU peaks
     # Set by users or self-tests (--test_env).
     "GPU_LEASE_DIR": "TORCH_TEST_GPU_LEASE_DIR",  # the GPU lease's lock directory
     "JOBS_DIR": "TORCH_TEST_JOBS_DIR",  # the thread budget's registry of running tests

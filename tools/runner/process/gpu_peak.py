@@ -10,12 +10,14 @@ allocator's, on its busiest GPU) plus the largest peak any of its rank processes
 multi-process harness runs one rank per leased GPU (test_utils.distributed), and each rank sends
 its own peak_mib() to the test process when it returns (`note_rank_peak`). Without those reports
 a multi-GPU target, whose test process uses no GPU itself, had no peak and never shared a GPU.
-Ranks started by other launchers (torch's own MultiProcessTestCase) report nothing; such a
-target's line then holds only its test process's own use, if any.
+Ranks started by other launchers (torch's own MultiProcessTestCase) and any other Python process
+the tests start leave their peak in a file at exit instead (tools/runner/process/descendants.py),
+which the test process reads as it reads its ranks' (`report_peak`'s `descendants` folder).
 
 Standard library only: rank processes import it, and so does the runner's parent process.
 """
 
+import os
 import sys
 
 PEAK_LINE = "torch_test gpu memory: peak_mib="
@@ -37,12 +39,25 @@ def note_rank_peak(mib: int) -> None:
     _rank_peaks_mib.append(int(mib))
 
 
-def report_peak(log=sys.stderr) -> None:
-    """Prints the test's peak per GPU, if this process or a rank of it used CUDA."""
+def descendant_peaks(folder: str | None) -> list[int]:
+    """The peaks the test's other Python processes left in `folder` (descendants.py)."""
+    if not folder or not os.path.isdir(folder):
+        return []
+    peaks = []
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name)) as f:
+            peaks.append(int(f.read()))
+    return peaks
+
+
+def report_peak(log=sys.stderr, descendants: str | None = None) -> None:
+    """Prints the test's peak per GPU, if this process, a rank of it or another process it
+    started (which left its peak in the folder `descendants`) used CUDA."""
     own = peak_mib()
-    if own is None and not _rank_peaks_mib:
+    others = _rank_peaks_mib + descendant_peaks(descendants)
+    if own is None and not others:
         return
     # A rank shares its GPU with this process's own use of that GPU, if any.
-    peak = (own or 0) + max(_rank_peaks_mib, default=0)
+    peak = (own or 0) + max(others, default=0)
     # On a line of its own: pytest leaves its progress line ("....  [100%]") unterminated.
     print(f"\n{PEAK_LINE}{peak}", file=log)

@@ -4,7 +4,8 @@ Bazel keys a cached result by the test's declared inputs only, and its sandbox s
 read the rest of the source tree (`Path(__file__).resolve().parent / "golden.txt"` resolves the
 runfile's symlink back into the workspace). An edit of such a file kept `(cached) PASSED`. So
 every test process (the runner's pytest child, tools/runner/pytest_runner.py, before pytest
-starts; and each rank of test_utils.distributed) installs an audit hook on "open" (PEP 578:
+starts; each rank of test_utils.distributed; every other Python process the test starts,
+through tools/runner/process/descendants.py) installs an audit hook on "open" (PEP 578:
 open(), io.open_code for imports, os.open): a path whose real location lies in the source tree
 and is not a declared input raises UndeclaredInput at the open and is appended to a record the
 runner reads after the tests, so the target fails naming it even if the test swallowed the
@@ -160,12 +161,18 @@ def audit_from(env, module_file: str = __file__) -> Audit | None:
     return Audit(workspace, runfiles_workspace, _declared(runfiles_workspace), record)
 
 
+_installed: Audit | None = None
+
+
 def install(env=os.environ) -> Audit | None:
-    """Audits every open of this process from now on (and of processes it forks)."""
-    audit = audit_from(env)
-    if audit is not None:
-        sys.addaudithook(audit.hook)
-    return audit
+    """Audits every open of this process from now on (and of processes it forks); once per
+    process: a rank forked from a forkserver that installed it keeps the forkserver's."""
+    global _installed
+    if _installed is None:
+        _installed = audit_from(env)
+        if _installed is not None:
+            sys.addaudithook(_installed.hook)
+    return _installed
 
 
 def recorded(record: str) -> list[str]:

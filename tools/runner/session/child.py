@@ -16,8 +16,8 @@ import signal
 import sys
 import time
 
-from tools.hardware import variants
-from tools.runner.process import gpu_peak, lifetime, process_env, read_audit
+from tools.hardware import envvars, variants
+from tools.runner.process import descendants, gpu_peak, lifetime, process_env, read_audit
 from tools.runner.session import collection_record, node_ids, threads
 from tools.runner.session import ledger as ledger_plugin
 
@@ -65,6 +65,7 @@ def _exit_code(code: int, selector, env) -> int:
 def session(ledger: str, args: list[str], env=os.environ) -> int:
     """The child: runs pytest on `args`, recording its progress in `ledger`."""
     read_audit.install(env)  # first: pytest's own start and conftests read files too
+    descendants.export(env)  # the Python processes the tests start check themselves too
     import pytest
 
     from tools.runner.session import sharding
@@ -81,7 +82,7 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     if selector.total > 1:
         plugins.append(collection_record.recorder(collection_record.record_path(ledger)))
     code = pytest.main(args, plugins=plugins)
-    gpu_peak.report_peak()
+    gpu_peak.report_peak(descendants=env.get(envvars.DESCENDANT_PEAKS))
     return _exit_code(code, selector, env)
 
 
