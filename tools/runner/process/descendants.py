@@ -14,9 +14,10 @@ SITE (site/sitecustomize.py beside this file) first on PYTHONPATH for the proces
   - inductor's vector-ISA memo and kernel keys, when inductor is imported;
   - once torch is imported: the lease's GPU memory cap, and at exit the process's peak GPU
     memory, left in a folder the test process reads as it reads its ranks' (gpu_peak.py).
-An interpreter started with -I, -E or -S, or without PYTHONPATH, skips it, as a process that is
-not Python does: what those read is not audited. The interpreter's own sitecustomize, if any,
-still runs after ours. Standard library only until torch is imported.
+An interpreter started with -I, -E or -S, or without PYTHONPATH, or older than Python 3.10,
+skips it, as a process that is not Python does: what those read is not audited. The
+interpreter's own sitecustomize, if any, still runs after ours. Standard library only until
+torch is imported.
 """
 
 import atexit

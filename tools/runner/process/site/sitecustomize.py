@@ -12,7 +12,10 @@ import sys
 
 def _ours() -> bool:
     """Whether tools.runner.process.descendants is the module beside this file (the test's
-    PYTHONPATH holds the workspace), not another `tools` package."""
+    PYTHONPATH holds the workspace), not another `tools` package, and this interpreter can run
+    it (the tools need Python 3.10; a test may start an older interpreter of its own)."""
+    if sys.version_info < (3, 10):  # noqa: UP036 (not the tools' interpreter: a test's own)
+        return False
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         spec = importlib.util.find_spec("tools.runner.process.descendants")
