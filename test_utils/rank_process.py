@@ -2,9 +2,10 @@
 
 main(spec) is every rank's entry point. In order: leave the parent's process group and die with
 the test process, send output to the rank's log, arm a SIGUSR1 stack dump, take the test
-process's environment, audit its opens as the test process's (tools/runner/process/read_audit.py),
-join the FileStore rendezvous, run the function, and report its return value (after its peak GPU
-memory, if it used CUDA), exception or skip to the parent over a pipe.
+process's environment, install the test process's checks (tools/runner/process/descendants.py:
+the read audit, inductor's caches, the GPU memory cap), join the FileStore rendezvous, run the
+function, and report its return value (after its peak GPU memory, if it used CUDA), exception
+or skip to the parent over a pipe.
 It always ends with os._exit.
 """
 
@@ -26,15 +27,7 @@ import unittest
 import torch
 import torch.distributed as dist
 
-from tools.runner.process import (
-    gpu_peak,
-    kernel_cache,
-    lifetime,
-    memory_cap,
-    process_env,
-    read_audit,
-    vec_isa_memo,
-)
+from tools.runner.process import descendants, gpu_peak, lifetime, process_env
 from tools.runner.session import call_results
 
 
@@ -66,12 +59,11 @@ def main(spec: RankSpec) -> None:
     _redirect_output(spec.log_path)
     _arm_stack_dump(spec.stack_path)
     _adopt_environment(spec)
-    read_audit.install()  # the test process's record, before the test's module is imported
-    vec_isa_memo.watch()
-    kernel_cache.watch()
+    # The checks of every process a test starts: the test process's read-audit record (before
+    # the test's module is imported), inductor's caches, the lease's GPU memory cap.
+    descendants.install()
     call_results.install_unittest()  # a rank's test method that returns a value fails too
     try:
-        memory_cap.cap_gpu_memory()
         fn, args = _load_call(spec)
         _init_process_group(spec)
         value = fn(*args)

@@ -1,11 +1,12 @@
 """The test process's checks in every Python process its tests start, whoever starts them.
 
-The test process (tools/runner/session/child.py) and the ranks of test_utils.distributed
-install them themselves. Any other Python process a test starts is a fresh interpreter that
-would run without them: a rank of torch's MultiProcessTestCase (spawned), a test's
-`subprocess.run([sys.executable, ...])`. Such a process could read an undeclared source file
-and keep the target's cached PASSED, use GPU memory past its lease's share and report no peak
-(so its target never shares a GPU), and probe inductor's vector ISAs again.
+The test process installs them itself (tools/runner/session/child.py and the test plugin), as
+do the ranks of test_utils.distributed (calling `install`). Any other Python process a test
+starts is a fresh interpreter that would run without them: a rank of torch's
+MultiProcessTestCase (spawned), a test's `subprocess.run([sys.executable, ...])`. Such a process
+could read an undeclared source file and keep the target's cached PASSED, use GPU memory past
+its lease's share and report no peak (so its target never shares a GPU), and probe inductor's
+vector ISAs again.
 
 Python imports `sitecustomize` from its path when it starts (site.py), so the test process puts
 SITE (site/sitecustomize.py beside this file) first on PYTHONPATH for the processes it starts
@@ -69,5 +70,8 @@ def _with_torch(_torch, peaks: str | None) -> None:
 def _leave_peak(peaks: str) -> None:
     peak = gpu_peak.peak_mib()
     if peak is not None:
-        with open(os.path.join(peaks, f"{os.getpid()}.mib"), "w") as f:
+        # Whole or not at all: the test process reads every *.mib left (gpu_peak.py).
+        partial = os.path.join(peaks, f"{os.getpid()}.partial")
+        with open(partial, "w") as f:
             f.write(str(peak))
+        os.replace(partial, os.path.join(peaks, f"{os.getpid()}{gpu_peak.PEAK_SUFFIX}"))

@@ -21,6 +21,7 @@ import os
 import sys
 
 PEAK_LINE = "torch_test gpu memory: peak_mib="
+PEAK_SUFFIX = ".mib"  # a file a process other than the test's left its peak in
 
 _rank_peaks_mib: list[int] = []
 
@@ -45,6 +46,8 @@ def descendant_peaks(folder: str | None) -> list[int]:
         return []
     peaks = []
     for name in os.listdir(folder):
+        if not name.endswith(PEAK_SUFFIX):
+            continue  # one being written when its process died
         with open(os.path.join(folder, name)) as f:
             peaks.append(int(f.read()))
     return peaks

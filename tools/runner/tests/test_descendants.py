@@ -61,6 +61,7 @@ def test_a_process_that_used_cuda_leaves_its_peak_and_the_test_reports_the_large
         monkeypatch.setattr(gpu_peak, "peak_mib", lambda peak=peak: peak)
         descendants._leave_peak(str(tmp_path))
         os.rename(tmp_path / f"{os.getpid()}.mib", tmp_path / f"{peak}.mib")
+    (tmp_path / "99.partial").write_text("")  # its process died while writing: not read
     assert sorted(gpu_peak.descendant_peaks(str(tmp_path))) == [512, 2048]
     monkeypatch.setattr(gpu_peak, "peak_mib", lambda: None)  # the test process used no CUDA
     log = io.StringIO()
