@@ -1,7 +1,9 @@
 """Facts recorded per target (tools/test_times.bzl), handed to each target through its environment.
 
   TORCH_TEST_DURATIONS     JSON, pytest node id -> seconds: the runner packs shards
-                           longest-first from it (tools/runner/session/sharding.py). Sharded targets only.
+                           longest-first from it (tools/runner/session/sharding.py), and a
+                           long case budgets CPU threads for the tests expected beside it
+                           (tools/runner/session/threads.py).
   TORCH_TEST_GPU_PEAK_MIB  peak GPU memory of the target's test process: the runner lets it
                            share a GPU only if that fits (tools/runner/gpu_share.py). GPU variants.
 
@@ -14,13 +16,12 @@ load("//tools:test_times.bzl", "GPU_PEAK_MIB", "TEST_TIMES")
 load("//tools/hardware:envvars.bzl", "RUNNER_ENV")
 load(":variants.bzl", "VARIANTS")
 
-def recorded_env(target, variant, shard_count):
+def recorded_env(target, variant):
     """The environment entries above that apply to one target.
 
     Args:
       target: the target's name in the current package.
       variant: its hardware variant ("cpu", "gpu", "multi_gpu").
-      shard_count: its shard count (None or 1: not sharded).
 
     Returns:
       A dict of environment variables, empty when nothing recorded applies.
@@ -28,7 +29,7 @@ def recorded_env(target, variant, shard_count):
     label = "//{}:{}".format(native.package_name(), target)
     env = {}
     times = TEST_TIMES.get(label)
-    if times and shard_count and shard_count > 1:
+    if times:
         env[RUNNER_ENV["DURATIONS"]] = json.encode(times)
     peak = GPU_PEAK_MIB.get(label)
     if peak and VARIANTS[variant]["gpus"]:

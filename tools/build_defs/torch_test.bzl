@@ -259,7 +259,7 @@ def torch_test(
         variant_env[RUNNER_ENV["DECLARED_FEATURES"]] = declared_features
         variant_env[RUNNER_ENV["VARIANTS"]] = _VARIANT_GPUS
         variant_env.update(expectations_env)
-        variant_env.update(recorded_env(target, variant, _shards(shard_count, variant)))
+        variant_env.update(recorded_env(target, variant))
         if whole_gpu and spec["gpus"]:
             variant_env[RUNNER_ENV["WHOLE_GPU"]] = "1"
         variant_env.update(env)

@@ -74,7 +74,10 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     faulthandler.enable()
     _install_sigterm_handler()
     selector = sharding.ShardSelector.from_env(env)
-    budget = threads.ThreadBudget.start(env, export=process_env.export)  # before torch's import
+    # Before torch's import; cases with recorded seconds budget for the tests expected beside them.
+    budget = threads.ThreadBudget.start(
+        env, export=process_env.export, durations=selector.durations
+    )
     by_id = node_ids.NodeIdSelector.from_env(env)  # exact re-runs (the gate's)
     plugins = [selector, ledger_plugin.plugin(ledger, selector, by_id), budget]
     if by_id:

@@ -9,19 +9,31 @@ dies, so crashed tests never count), and the number of held files is the number 
 running now. The budget is re-taken before every test case, since peers start and finish:
 
   intra-op threads (torch.set_num_threads; OMP_NUM_THREADS for rank processes it starts):
-      ceil(cores / running tests), at least MIN_THREADS; cores are physical ones, as torch
+      ceil(cores / sharing tests), at least MIN_THREADS; cores are physical ones, as torch
       counts them for its default, so a test running alone gets torch's default
+  sharing tests: the tests running now; for a case with a recorded duration D, only those
+      expected to still run at its midpoint (D / 2 from now)
   inductor compile workers (TORCHINDUCTOR_COMPILE_THREADS, torch._inductor.config):
       1 once other tests have been seen running (a worker pool per test multiplies
       processes); inductor's default for a test that runs alone
+
+Why the midpoint: the count is fixed for the whole case (changing it mid-case would change how
+CPU reductions split between a case's reference and compiled computations), and a long case that
+starts beside many short ones keeps their count after they end (a BERT case at 2 threads ran
+2.2x its alone time while most of the host's cores sat idle). Each process publishes, in its
+registry file, the recorded seconds of its cases not yet finished (TORCH_TEST_DURATIONS, from
+tools/test_times.bzl); a process with any case unrecorded publishes nothing and counts as
+sharing throughout, as does every test for a case without a record: without records the budget
+is the count of tests running now.
 
 MIN_THREADS is 2: on the 2-core host one intra-op thread per test made the CPU suite slower
 (its longest test runs alone at the end). A value the user sets (--test_env=OMP_NUM_THREADS=N,
 --test_env=TORCHINDUCTOR_COMPILE_THREADS=N) is left alone.
 
 Environment:
-  TORCH_TEST_JOBS_DIR   registry directory (default /dev/shm/torch_test_jobs, writable in
-                        Bazel's sandbox and shared by all tests on the host)
+  TORCH_TEST_JOBS_DIR        registry directory (default /dev/shm/torch_test_jobs, writable in
+                             Bazel's sandbox and shared by all tests on the host)
+  TORCH_TEST_THREAD_FORECAST "off": count the tests running now only (bench/'s before and after)
 """
 
 import contextlib
@@ -41,11 +53,42 @@ USER_KNOBS = ("OMP_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS")
 STAGING = ".staging-"
 
 
-def budget(cores: int, running: int) -> tuple[int, int | None]:
-    """(intra-op threads, compile workers or None for inductor's default) for one test."""
+# Registry files hold the seconds a test still expects to run, fixed width so a reader never
+# sees a shorter number mid-write; blank while unknown.
+REMAINING_WIDTH = 24
+
+
+def budget(cores: int, running: int, sharing: int | None = None) -> tuple[int, int | None]:
+    """(intra-op threads, compile workers or None for inductor's default) for one test.
+
+    `running`: tests running now; `sharing`: those expected to share the cores through the
+    case (default: all running ones).
+    """
     running = max(1, running)
-    intra = min(cores, max(MIN_THREADS, math.ceil(cores / running)))
+    sharing = running if sharing is None else max(1, min(sharing, running))
+    intra = min(cores, max(MIN_THREADS, math.ceil(cores / sharing)))
     return intra, (1 if running > 1 else None)
+
+
+def sharing_midway(case_seconds: float | None, others: list[float | None]) -> int:
+    """This test and the others expected to still run halfway through a case of `case_seconds`.
+
+    `others`: each other running test's recorded seconds left, None where unknown (counted).
+    """
+    if case_seconds is None:
+        return 1 + len(others)
+    return 1 + sum(1 for left in others if left is None or left > case_seconds / 2)
+
+
+def remaining_seconds(order: list[str], durations: dict[str, float]) -> list[float | None]:
+    """For each position of `order`, the recorded seconds of it and every case after it."""
+    left: list[float | None] = []
+    total: float | None = 0.0
+    for node_id in reversed(order):
+        seconds = durations.get(node_id)
+        total = None if total is None or seconds is None else total + seconds
+        left.append(total)
+    return left[::-1]
 
 
 def _cores() -> int:
@@ -63,7 +106,19 @@ def _cores() -> int:
 
 def running_tests(directory: pathlib.Path) -> int:
     """Test processes holding their registry file now; files of dead ones are removed."""
-    count = 0
+    return len(running_remaining(directory))
+
+
+def _published(path: pathlib.Path) -> float | None:
+    try:
+        return float(path.read_bytes()[:REMAINING_WIDTH])
+    except (OSError, ValueError):
+        return None  # blank (unknown), or unreadable
+
+
+def running_remaining(directory: pathlib.Path, own: pathlib.Path | None = None) -> list:
+    """The seconds each live test (but `own`) has published it still runs, None if unknown."""
+    found = []
     for path in directory.iterdir():
         if path.name.startswith(STAGING):
             continue
@@ -72,30 +127,38 @@ def running_tests(directory: pathlib.Path) -> int:
         except FileNotFoundError:
             continue  # removed by another counter
         except PermissionError:
-            count += 1  # another user's test (registrations are readable; assume it lives)
+            found.append(None)  # another user's test (registrations are readable; assume it lives)
             continue
-        if held:
-            count += 1  # a live test (or this one, through its own descriptor)
-        else:
+        if not held:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-    return count
+        elif path != own:
+            found.append(_published(path))  # a live test
+    return found
 
 
 class ThreadBudget:
     """pytest plugin: applies the budget before every test case."""
 
-    def __init__(self, directory: pathlib.Path, env, log=sys.stderr, export=None):
+    def __init__(self, directory: pathlib.Path, env, log=sys.stderr, export=None, durations=None):
         self.directory, self.env, self.log = directory, env, log
         # Where the budget goes for the processes the test starts: the runner decides.
         self.export = export or env.update
         self.fixed = {k for k in USER_KNOBS if env.get(k)}
         self.cores = _cores()  # fixed for the process; apply() runs before every test
         self.last = None
+        self.durations = durations or {}
+        self.forecast = env.get(envvars.THREAD_FORECAST) != "off"
+        self.own: pathlib.Path | None = None  # this process's registry file
+        self.fd: int | None = None
+        self.left: dict[str, float | None] = {}  # node id -> recorded seconds from it to the end
 
     @classmethod
-    def start(cls, env, export=None) -> "ThreadBudget":
-        """Registers this process; `export` receives the budget for the processes it starts."""
+    def start(cls, env, export=None, durations=None) -> "ThreadBudget":
+        """Registers this process; `export` receives the budget for the processes it starts.
+
+        `durations`: the target's recorded seconds per node id (sharding.load_durations).
+        """
         directory = pathlib.Path(env.get(envvars.JOBS_DIR, DEFAULT_DIR))
         directory.mkdir(mode=0o777, parents=True, exist_ok=True)
         with contextlib.suppress(PermissionError):
@@ -105,16 +168,26 @@ class ThreadBudget:
         fd, staging = tempfile.mkstemp(prefix=STAGING, dir=directory)
         fcntl.flock(fd, fcntl.LOCK_EX)  # held until this process exits
         os.fchmod(fd, 0o644)  # other users' tests count it too
-        os.rename(staging, staging.replace(STAGING, "test-", 1))
+        own = staging.replace(STAGING, "test-", 1)
+        os.rename(staging, own)
         # pytest captures fd 2 while a test runs; budget changes go to the real test log.
         log = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
-        self = cls(directory, env, log, export)
+        self = cls(directory, env, log, export, durations)
+        self.own, self.fd = pathlib.Path(own), fd
         self.apply()
         return self
 
-    def apply(self) -> tuple[int, int, int | None]:
-        running = running_tests(self.directory)
-        intra, compile_threads = budget(self.cores, running)
+    def publish(self, seconds_left: float | None) -> None:
+        """Writes what this test still expects to run where other tests' budgets read it."""
+        if self.fd is not None:
+            text = "" if seconds_left is None else f"{seconds_left:.3f}"
+            os.pwrite(self.fd, text.ljust(REMAINING_WIDTH).encode(), 0)
+
+    def apply(self, case_seconds: float | None = None) -> tuple[int, int, int | None]:
+        others = running_remaining(self.directory, self.own)
+        running = 1 + len(others)
+        sharing = sharing_midway(case_seconds if self.forecast else None, others)
+        intra, compile_threads = budget(self.cores, running, sharing)
         added = {}
         if "OMP_NUM_THREADS" not in self.fixed:
             added["OMP_NUM_THREADS"] = str(intra)
@@ -131,8 +204,9 @@ class ThreadBudget:
         now = (running, intra, compile_threads)
         if now != self.last:  # one line per change, for bench/ scripts and humans
             shown = {**self.env, **added}
+            midway = f" ({sharing} through this case)" if sharing != running else ""
             print(
-                f"torch_test threads: {running} test(s) running on {self.cores} cores: "
+                f"torch_test threads: {running} test(s) running{midway} on {self.cores} cores: "
                 f"intra-op {shown.get('OMP_NUM_THREADS')}, "
                 f"compile workers {shown.get('TORCHINDUCTOR_COMPILE_THREADS', 'default')}",
                 file=self.log,
@@ -140,5 +214,10 @@ class ThreadBudget:
             self.last = now
         return now
 
+    def pytest_collection_finish(self, session):  # the run order, once sharding has chosen
+        order = [item.nodeid for item in session.items]
+        self.left = dict(zip(order, remaining_seconds(order, self.durations), strict=True))
+
     def pytest_runtest_setup(self, item):
-        self.apply()
+        self.publish(self.left.get(item.nodeid))
+        self.apply(self.durations.get(item.nodeid))
