@@ -76,7 +76,7 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     selector = sharding.ShardSelector.from_env(env)
     # Before torch's import; cases with recorded seconds budget for the tests expected beside them.
     budget = threads.ThreadBudget.start(
-        env, export=process_env.export, durations=selector.durations
+        env, process_env.export, selector.durations, selector.recorded_seconds()
     )
     by_id = node_ids.NodeIdSelector.from_env(env)  # exact re-runs (the gate's)
     plugins = [selector, ledger_plugin.plugin(ledger, selector, by_id), budget]

@@ -53,6 +53,15 @@ class ShardSelector:
             raise SystemExit(f"TEST_SHARD_INDEX={index} is outside 0..{total - 1}")
         return cls(index, total, load_durations(env))
 
+    def recorded_seconds(self) -> float | None:
+        """The recorded seconds of what the record puts in this shard, before collection."""
+        if not self.durations:
+            return None
+        recorded = sorted(self.durations)
+        return sum(
+            self.durations[n] for n in assign(recorded, self.total, self.durations)[self.index]
+        )
+
     def pytest_collection_modifyitems(self, config, items):
         self.selected_before_sharding = len(items)
         if self.total == 1:

@@ -22,8 +22,11 @@ CPU reductions split between a case's reference and compiled computations), and 
 starts beside many short ones keeps their count after they end (a BERT case at 2 threads ran
 2.2x its alone time while most of the host's cores sat idle). Each process publishes, in its
 registry file, the recorded seconds of its cases not yet finished (TORCH_TEST_DURATIONS, from
-tools/test_times.bzl); a process with any case unrecorded publishes nothing and counts as
-sharing throughout, as does every test for a case without a record: without records the budget
+tools/test_times.bzl): from registration on, what the record puts in its shard, since every
+test of a suite registers at once and collects for seconds before its first case; from
+collection on, what its selection has left, an unrecorded case counted as sharding's
+UNKNOWN_DURATION. A test of a target with no record publishes nothing and counts as sharing
+throughout, and a case without a record counts every running test: without records the budget
 is the count of tests running now.
 
 MIN_THREADS is 2: on the 2-core host one intra-op thread per test made the CPU suite slower
@@ -46,6 +49,7 @@ import tempfile
 
 from tools.hardware import envvars
 from tools.runner.process import lifetime
+from tools.runner.session import sharding
 
 DEFAULT_DIR = "/dev/shm/torch_test_jobs"
 MIN_THREADS = 2
@@ -81,12 +85,15 @@ def sharing_midway(case_seconds: float | None, others: list[float | None]) -> in
 
 
 def remaining_seconds(order: list[str], durations: dict[str, float]) -> list[float | None]:
-    """For each position of `order`, the recorded seconds of it and every case after it."""
-    left: list[float | None] = []
-    total: float | None = 0.0
+    """For each position of `order`, the recorded seconds of it and every case after it.
+
+    None throughout where the target has no record.
+    """
+    if not durations:
+        return [None] * len(order)
+    left, total = [], 0.0
     for node_id in reversed(order):
-        seconds = durations.get(node_id)
-        total = None if total is None or seconds is None else total + seconds
+        total += durations.get(node_id, sharding.UNKNOWN_DURATION)
         left.append(total)
     return left[::-1]
 
@@ -154,10 +161,11 @@ class ThreadBudget:
         self.left: dict[str, float | None] = {}  # node id -> recorded seconds from it to the end
 
     @classmethod
-    def start(cls, env, export=None, durations=None) -> "ThreadBudget":
+    def start(cls, env, export=None, durations=None, expected=None) -> "ThreadBudget":
         """Registers this process; `export` receives the budget for the processes it starts.
 
-        `durations`: the target's recorded seconds per node id (sharding.load_durations).
+        `durations`: the target's recorded seconds per node id (sharding.load_durations);
+        `expected`: the recorded seconds of this shard, published until collection ends.
         """
         directory = pathlib.Path(env.get(envvars.JOBS_DIR, DEFAULT_DIR))
         directory.mkdir(mode=0o777, parents=True, exist_ok=True)
@@ -174,6 +182,7 @@ class ThreadBudget:
         log = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
         self = cls(directory, env, log, export, durations)
         self.own, self.fd = pathlib.Path(own), fd
+        self.publish(expected)
         self.apply()
         return self
 
@@ -217,6 +226,7 @@ class ThreadBudget:
     def pytest_collection_finish(self, session):  # the run order, once sharding has chosen
         order = [item.nodeid for item in session.items]
         self.left = dict(zip(order, remaining_seconds(order, self.durations), strict=True))
+        self.publish(self.left[order[0]] if order else 0.0)
 
     def pytest_runtest_setup(self, item):
         self.publish(self.left.get(item.nodeid))

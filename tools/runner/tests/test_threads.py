@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from tools.runner.session import threads
+from tools.runner.session import sharding, threads
 
 HOLDER = """
 import sys
@@ -76,10 +76,15 @@ def test_a_long_case_counts_only_the_tests_expected_midway():
     assert threads.budget(16, 12, 20) == (2, 1)  # never more sharing than running
 
 
-def test_remaining_seconds_is_unknown_from_an_unrecorded_case_back():
+def test_remaining_seconds_counts_an_unrecorded_case_as_sharding_does():
     durations = {"a": 1.0, "c": 3.0}
-    assert threads.remaining_seconds(["a", "b", "c"], durations) == [None, None, 3.0]
-    assert threads.remaining_seconds(["a", "c"], durations) == [4.0, 3.0]
+    unknown = sharding.UNKNOWN_DURATION
+    assert threads.remaining_seconds(["a", "b", "c"], durations) == [
+        1 + unknown + 3,
+        unknown + 3,
+        3.0,
+    ]
+    assert threads.remaining_seconds(["a", "c"], {}) == [None, None]  # no record at all
 
 
 def test_a_case_reads_what_the_others_published(tmp_path):
@@ -116,6 +121,7 @@ def test_each_case_publishes_what_is_left_and_budgets_for_its_own_length(tmp_pat
     tests.write_text("def test_long():\n    pass\n\n\ndef test_short():\n    pass\n")
     neighbour = threads.ThreadBudget.start({"TORCH_TEST_JOBS_DIR": str(jobs)})
     neighbour.publish(5.0)  # a test the record says ends within 5 s
+    assert threads.running_remaining(jobs) == [5.0]
     durations = {"test_two.py::test_long": 40.0, "test_two.py::test_short": 1.0}
     run = subprocess.run(
         [sys.executable, "-c", RUN_WITH_BUDGET, str(jobs), str(tests), json.dumps(durations)],
@@ -131,3 +137,16 @@ def test_each_case_publishes_what_is_left_and_budgets_for_its_own_length(tmp_pat
         "intra-op 12, compile workers 1",  # test_long: 41 s left, the neighbour gone midway
         "torch_test threads: 2 test(s) running on 12 cores: intra-op 6, compile workers 1",
     ]
+
+
+def test_a_test_publishes_its_shards_record_from_registration_on(tmp_path):
+    # Tests of a suite register at once and collect for seconds: what their shards hold
+    # must be readable before their first case, or a long case counts them all as unknown.
+    durations = {"t::a": 30.0, "t::b": 10.0, "t::c": 5.0}
+    first, second = sharding.ShardSelector(0, 2, durations), sharding.ShardSelector(1, 2, durations)
+    assert (first.recorded_seconds(), second.recorded_seconds()) == (30.0, 15.0)
+    assert sharding.ShardSelector(0, 1, {}).recorded_seconds() is None
+    env = {"TORCH_TEST_JOBS_DIR": str(tmp_path)}
+    threads.ThreadBudget.start(dict(env), durations=durations, expected=15.0)
+    threads.ThreadBudget.start(dict(env))  # no record: blank
+    assert sorted(threads.running_remaining(tmp_path), key=str) == [15.0, None]
