@@ -19,8 +19,8 @@ running now. The budget is re-taken before every test case, since peers start an
 
 Why the midpoint: the count is fixed for the whole case (changing it mid-case would change how
 CPU reductions split between a case's reference and compiled computations), and a long case that
-starts beside many short ones keeps their count after they end (a BERT case at 2 threads ran
-2.2x its alone time while most of the host's cores sat idle). Each process publishes, in its
+starts beside many short ones keeps their count after they end, while most of the host's
+cores sit idle (bench/host_suite.py's runner lines show it). Each process publishes, in its
 registry file, the recorded seconds of its cases not yet finished (TORCH_TEST_DURATIONS, from
 tools/test_times.bzl): from registration on, what the record puts in its shard, since every
 test of a suite registers at once and collects for seconds before its first case; from
