@@ -16,8 +16,8 @@ running now. The budget is re-taken before every test case, since peers start an
   inductor compile workers (TORCHINDUCTOR_COMPILE_THREADS, torch._inductor.config):
       1 once other tests have been seen running (a worker pool per test multiplies
       processes); inductor's default for a test that runs alone. A long case's midpoint
-      share of workers was tried and did not make the suite faster (its pool's sidecar
-      imports torch on a loaded host): bench/results/host_suite_2026-11-27_nvidia-h100-x1.md
+      share of workers was tried and did not make the suite faster (a pool first starts a
+      process of its own that imports torch): bench/results/host_suite_2026-11-27_nvidia-h100-x1.md
 
 Why the midpoint: the count is fixed for the whole case (changing it mid-case would change how
 CPU reductions split between a case's reference and compiled computations), and a long case that
