@@ -12,7 +12,7 @@ Measures, in one run, and writes bench/results/cpu_suite.md:
   shards       max shard wall / mean shard wall per sharded target
   lower bound  sum of test-case times / cores + one interpreter start per shard
 Wall and CPU seconds come from the machine's /proc/stat (the Bazel server is no child of
-ours); peak RSS from the runner's `torch_test resources:` lines and /usr/bin/time for pytest.
+ours); peak RSS from the runner's record of each shard and /usr/bin/time for pytest.
 """
 
 import os
@@ -27,7 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import plain_env  # noqa: E402
-from tools.results import bep, junit, runner_log  # noqa: E402
+from tools.results import bep, facts, junit  # noqa: E402
 from tools.runner.process.kernel_cache import ROOT as SHARED_CACHE  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -70,10 +70,10 @@ def bazel_test(*flags):
     return proc, wall, cpu, (int(executed.group(1)) if executed else -1), bep.read(events)
 
 
-def peak_rss_from_logs(targets: dict[str, bep.Target]) -> dict[str, int]:
+def peak_rss_from_records(targets: dict[str, bep.Target]) -> dict[str, int]:
     peaks = {}
     for label, target in targets.items():
-        found = [runner_log.peak_rss_mib(log.read_text()) for log in target.log_files()]
+        found = [facts.peak_rss_mib(facts.of(a)) for a in target.final_attempts()]
         if found := [peak for peak in found if peak is not None]:
             peaks[label] = max(found)
     return peaks
@@ -154,7 +154,7 @@ def main() -> int:
     if cold.returncode != 0:
         print(cold.stdout[-3000:], cold.stderr[-3000:], file=sys.stderr)
         return 1
-    peaks = peak_rss_from_logs(targets)
+    peaks = peak_rss_from_records(targets)
     balance = shard_balance(targets)
     shards = sum(len(t.final_attempts()) for t in targets.values())
     bound = case_seconds(targets) / cores + shards * interpreter_start_seconds() / cores

@@ -36,8 +36,8 @@ RESULTS_DIR/host_suite.md (default bench/results):
                GPU capacity the tests occupy / GPUs, whole-GPU work per GPU set,
                all test-case seconds / cores), test-case seconds from the uncontended pytest run.
            A test occupies its variant's GPUs for its seconds, each GPU wholly or by the share
-           the default policy leased it in the Bazel run (`torch_test lease:` lines, e.g. 2 of
-           16 slots): only tests that cannot share count one after another, as the policy
+           the default policy leased it in the Bazel run (the share each shard's record holds,
+           e.g. 2 of 16 slots): only tests that cannot share count one after another, as the policy
            runs them. Tests of N GPUs that leased them whole run at most GPUs // N at once
            (one per disjoint set of N GPUs), so their seconds / (GPUs // N) is a bound too,
            tighter than GPU capacity / GPUs where N does not divide the host's GPUs.
@@ -74,7 +74,6 @@ import json
 import math
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import sys
@@ -89,7 +88,7 @@ from tools import update_test_times  # noqa: E402
 from tools.hardware import envvars  # noqa: E402
 from tools.hardware.probe import host_gpu_count  # noqa: E402
 from tools.hardware.table import table  # noqa: E402
-from tools.results import bep, junit  # noqa: E402
+from tools.results import bep, facts, junit  # noqa: E402
 from tools.runner.process import kernel_cache, private_dirs  # noqa: E402
 
 RESULTS = pathlib.Path(os.environ.get("RESULTS_DIR", ROOT / "bench" / "results"))
@@ -356,48 +355,45 @@ def interpreter_start(python: str) -> float:
     return time.monotonic() - start
 
 
-def runner_lines(targets: dict[str, bep.Target], *patterns: str) -> list[str]:
-    """The runner's lines containing each pattern, pattern by pattern; every log read once."""
-    found: dict[str, list[str]] = {pattern: [] for pattern in patterns}
+def runner_lines(targets: dict[str, bep.Target], pattern: str) -> list[str]:
+    """The runner's lines for people that contain `pattern` (shown, never parsed)."""
+    return [
+        f"{label}: {line}"
+        for label, target in targets.items()
+        for log in target.log_files()
+        for line in log.read_text(errors="replace").splitlines()
+        if pattern in line
+    ]
+
+
+def leases(targets: dict[str, bep.Target]) -> tuple[dict[str, float], list[str]]:
+    """Each GPU target's share of its leased GPUs, the largest of its shards' (1: whole), and
+    each shard's lease as a line, from the runner's records."""
+    share: dict[str, float] = {}
+    lines = []
     for label, target in targets.items():
-        for log in target.log_files():
-            for line in log.read_text(errors="replace").splitlines():
-                for pattern in patterns:
-                    if pattern in line:
-                        found[pattern].append(f"{label}: {line}")
-    return [line for pattern in patterns for line in found[pattern]]
+        for attempt in target.final_attempts():
+            rec = facts.of(attempt)
+            if rec is None or rec.lease is None:
+                continue
+            share[label] = max(share.get(label, 0.0), rec.lease.share)
+            row = facts.lease_row(rec)
+            lines.append(
+                f"{label} shard {attempt.shard}: GPUs {row['gpus']} after {row['wait_s']:.1f} s "
+                f"({row['share']})"
+            )
+    return share, lines
 
 
-_SLOTS = re.compile(r"\((?:shared|whole): .*?(\d+) of (\d+) slots")
-_EXPLICIT = re.compile(rf"{envvars.SLOTS_PER_GPU}=(\d+)")
-
-
-def gpu_share_of(lease_line: str) -> float:
-    """The part of each leased GPU a `torch_test lease:` line says the test held (1: whole)."""
-    if "(whole:" in lease_line:
-        return 1.0
-    slots = _SLOTS.search(lease_line)
-    if slots:
-        return int(slots.group(1)) / int(slots.group(2))
-    explicit = _EXPLICIT.search(lease_line)
-    if explicit:
-        return 1 / int(explicit.group(1))
-    raise ValueError(f"cannot tell the GPU share of: {lease_line!r}")
-
-
-def gpu_bound(lease_lines: list[str], cases, rows, start: float, gpus: int) -> float:
-    """Seconds the GPUs need at least for the pytest cases, under the leases Bazel's run took:
-    the larger of all GPU-seconds / GPUs and, for each GPU count N, the seconds of the N-GPU
-    tests that leased whole GPUs / (GPUs // N), the disjoint sets of N GPUs that can run them
-    at once.
+def gpu_bound(share: dict[str, float], cases, rows, start: float, gpus: int) -> float:
+    """Seconds the GPUs need at least for the pytest cases, under the leases Bazel's run took
+    (`share`, from leases()): the larger of all GPU-seconds / GPUs and, for each GPU count N,
+    the seconds of the N-GPU tests that leased whole GPUs / (GPUs // N), the disjoint sets of
+    N GPUs that can run them at once.
 
     A target's share is the largest any of its shards held (a lower share would only lower
     the bound's GPU term further; the largest keeps it a bound of what the policy did).
     """
-    share: dict[str, float] = {}
-    for line in lease_lines:
-        label = line.split(": torch_test lease:")[0]
-        share[label] = max(share.get(label, 0.0), gpu_share_of(line))
     # Each GPU target's cases, and one interpreter start per target.
     work = [(label, VARIANT_GPUS[variant], seconds) for label, variant, seconds, _ in cases]
     work += [(label, VARIANT_GPUS[variant], start) for label, variant, _, _ in rows]
@@ -543,7 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     ran = sorted(label for label, status in results.items() if status != bep.SKIPPED)
     log(f"bazel default results: {results}")
     # Read before a lever's run replaces the test logs and XML they come from.
-    runner = runner_lines(targets, "torch_test threads:", "torch_test lease:")
+    shares, lease_lines = leases(targets)
+    runner = runner_lines(targets, "torch_test threads:") + lease_lines
     default_cases = bazel_cases(targets)
     committed = update_test_times.TIMES.read_text()
     log(f"this host's record: {record(defaults.events)}")
@@ -581,8 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     if not options.no_pytest:
         start = interpreter_start(python)
         longest = max((case.seconds for case in cases), default=0.0) + start
-        leases = [line for line in runner if "torch_test lease:" in line]
-        gpu_work = gpu_bound(leases, cases, rows, start, gpus) if gpus else 0.0
+        gpu_work = gpu_bound(shares, cases, rows, start, gpus) if gpus else 0.0
         spread = (sum(case.seconds for case in cases) + start * len(rows)) / cores
     # Each term is a lower bound on its own; those not measured (nan) are left out.
     others = [term for term in (longest, gpu_work, spread) if not math.isnan(term)]

@@ -7,7 +7,7 @@
 
 A run is summarized right after it ends: the next run of the same targets overwrites the test
 logs its build events point at. Per shard: status, cases (tools/ci/summarize_testlogs.py's
-columns), the `torch_test lease:` line's GPUs, wait and share (tools/runner/pytest_runner.py),
+columns), the GPUs, wait and share of the lease in each shard's record (tools/results/facts.py),
 and the test action's seconds.
 """
 

@@ -15,7 +15,8 @@ Generates N test files of one shape into bench/_scale/ (git-ignored; every targe
   serial   one `pytest` process over the same files
   (all three in the interpreter TORCH_TEST_PYTHON: host-interpreter mode, as on GPU pools)
 
-and prints ratios and each target's fixed cost, split from its logs:
+and prints ratios and each target's fixed cost, split by the runner's record (its wall) and
+test.xml (the cases' seconds):
   outside the runner  Bazel's test action minus the runner's wall: sandbox, runfiles, stub
   runner + start      the runner's wall minus its test cases: interpreter start, imports
                       (torch), collection, the runner's own work (lease, ledger), the
@@ -57,7 +58,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import host_suite, plain_env  # noqa: E402
-from tools.results import bep, junit, runner_log  # noqa: E402
+from tools.results import bep, facts, junit  # noqa: E402
 from tools.runner import pytest_runner  # noqa: E402
 from tools.runner.session import child  # noqa: E402
 
@@ -189,9 +190,9 @@ def per_target_costs(targets: dict) -> list[tuple[float, float, float]]:
     costs = []
     for target in targets.values():
         for attempt in target.final_attempts():
-            if attempt.log is None or attempt.xml is None:
+            if attempt.xml is None:
                 continue
-            walls = runner_log.wall_s(attempt.log.read_text(errors="replace"))
+            walls = facts.wall_s(facts.of(attempt))
             if walls is None:
                 continue
             cases = sum(case.time_s for case in junit.cases(attempt.xml))

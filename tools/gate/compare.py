@@ -7,19 +7,24 @@
 Pure functions over results already on disk (tools/results reads them), so the self-tests
 (test_gate.py) drive every category with fake test.xml pairs.
 
+Outcomes are junit.cases': the runner's witness's (its record in test.xml, tools/results/
+record.py) where a shard has a record, pytest's where not (a run saved before records).
+
 Categories (a case is `label` + `classname::name`, over all shards):
-  regressions        a case that passed (or xfailed) on the baseline and did not pass on the
-                     candidate, whatever either target's status: failed, error, skipped,
-                     absent from a red target (a timeout or crash stopped it), or passed only
-                     on a retry (FLAKY); a case new on the candidate that fails; a target green
-                     on the baseline and red or FLAKY on the candidate with no case to show for
-                     it (crash, timeout, no test.xml); a case that passed on the baseline and
-                     is declared fail/skip on the candidate only (`newly_declared`: the gate
-                     names the release, --accept-declared moves it to `declared`); a candidate
-                     case whose outcome does not match its declaration
+  regressions        a case that passed on the baseline and did not pass on the candidate,
+                     whatever explains it or either target's status: failed, error, xpass,
+                     skipped, never ran, absent from a red target (a timeout or crash stopped
+                     it), passed only on a retry (FLAKY), or an outcome a marker or declaration
+                     accepts there: an xfail, a declared fail or skip, not applicable
+                     (`newly_declared`: the gate names the release, --accept-declared moves it
+                     to `declared`); a case that xfailed on the baseline and failed, was skipped
+                     or never ran; a case new on the candidate that fails; a target green on
+                     the baseline and red or FLAKY on the candidate with no case to show for it
+                     (crash, timeout, no test.xml); a candidate case whose outcome does not
+                     match its declaration
   declared           a case whose candidate outcome is the one its declaration accepts
-                     (torch_test.declared / torch_test.not_applicable), declared on the baseline
-                     too or not passing there: covered, not a regression
+                     (declared fail/skip, not applicable), declared on the baseline too or not
+                     passing there: covered, not a regression
   fixes              failed|error -> passed
   xfail_changes      xfail -> xpass|passed, and xpass|passed -> xfail
   xfail_message_changes  xfail on both sides, with another failure (type or message)
@@ -27,23 +32,24 @@ Categories (a case is `label` + `classname::name`, over all shards):
   new_cases, vanished_cases
   one_side           what did not run on both sides, with the reason (coverage): targets
                      SKIPPED or absent on one side, cases new or vanished or skipped (undeclared)
-                     on one side or on both, absent from a side that reported nothing, classes
-                     never collected (the runner's log), a red target no failing case explains
+                     on one side or on both, that never ran on a side, absent from a side that
+                     reported nothing, definitions never collected (the runner's record), a red
+                     target no failing case explains
   skipped_one_side   targets SKIPPED on one side only (a package missing in one environment)
   durations          cases and targets slower/faster beyond both thresholds and beyond the
                      spread of each side's own runs (informational: builds and load differ)
-  rss                peak RSS per target (runner's "torch_test resources:" line) beyond both
+  rss                peak RSS per target (the runner's record) beyond both
 And `coverage`: targets and cases compared, i.e. that ran on both sides (a declared skip is
 covered, not compared).
 """
 
 import dataclasses
-import re
 
-from tools.results import bep, junit, runner_log
+from tools.results import bep, facts, junit
 
 GOOD = ("passed", "xfail")
 BAD = ("failed", "error")
+NOT_RUN = ("skipped", junit.NEVER_RAN)
 COVERAGE_KEYS = ("one_side",)
 
 
@@ -70,12 +76,12 @@ class TargetSnapshot:
     peak_rss_mib: int | None
     cases: dict  # case id -> CaseResult
     logs: list  # test.log of every final shard/run
-    first_error: str = ""  # first failure line of the target's logs, when it is red
+    first_error: str = ""  # why the target is red (facts.first_error), when it is
     hung: str | None = None  # node id of the test a SIGTERM (timeout) stopped
-    stack: str = ""  # its stack, from the runner's SIGTERM dump
+    stack: str = ""  # its stack, from the runner's record
     attempt_logs: list = dataclasses.field(default_factory=list)  # every attempt's test.log
     durations: tuple = ()  # seconds of each final run
-    never_run: tuple = ()  # what the module defines and pytest never ran (runner's log)
+    never_collected: tuple = ()  # what the source defines and yields no case (runner's record)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,18 +90,6 @@ class Thresholds:
     duration_s: float = 2.0
     rss_ratio: float = 0.25
     rss_mib: float = 256.0
-
-
-def first_failure_line(text: str) -> str:
-    """The line a person reads first: pytest's first `E   ` line, else the first error line."""
-    lines = text.splitlines()
-    for line in lines:
-        if line.startswith("E   ") and line[4:].strip():
-            return line[4:].strip()
-    for line in lines:
-        if re.search(r"\b(Error|FAILED|Timeout|TIMEOUT|cannot run)\b", line):
-            return line.strip()
-    return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
 def _read(path) -> str:
@@ -109,16 +103,20 @@ def _declared(case) -> str | None:
 
 
 def snapshot(targets: dict) -> dict:
-    """TargetSnapshots from tools.results targets: test.xml cases, durations, peak RSS."""
+    """TargetSnapshots from tools.results targets: test.xml cases, the runner's records."""
     snap = {}
     for label, target in targets.items():
-        cases, peaks, texts, times = {}, [], [], {}
+        cases, peaks, errors, times = {}, [], [], {}
+        hangs, never_collected = [], set()
         final = target.final_attempts()
         for attempt in final:
-            log_text = _read(attempt.log)
-            texts.append(log_text)
-            if (peak := runner_log.peak_rss_mib(log_text)) is not None:
+            rec = facts.of(attempt)
+            if (peak := facts.peak_rss_mib(rec)) is not None:
                 peaks.append(peak)
+            if hung := facts.hang(rec):
+                hangs.append(hung)
+            never_collected.update(rec.never_collected if rec else ())
+            errors.append(facts.first_error(rec, _read(attempt.log)))
             if attempt.xml and attempt.xml.is_file():
                 for case in junit.cases(attempt.xml):
                     times.setdefault(case.id, []).append(case.time_s)
@@ -147,7 +145,7 @@ def snapshot(targets: dict) -> dict:
                             result.failed_attempts += 1
                             result.failed_message = result.failed_message or case.message
                             result.failed_log = result.failed_log or str(attempt.log)
-        hung = next((h for t in texts if (h := runner_log.hang(t))), None)
+        hung = hangs[0] if hangs else None
         red = target.status not in bep.GREEN and target.status != bep.SKIPPED
         snap[label] = TargetSnapshot(
             status=target.status,
@@ -156,7 +154,7 @@ def snapshot(targets: dict) -> dict:
             peak_rss_mib=max(peaks) if peaks else None,
             cases=cases,
             logs=[str(p) for p in target.log_files()],
-            first_error=next((first_failure_line(t) for t in texts if t), "") if red else "",
+            first_error=next((e for e in errors if e), "") if red else "",
             hung=hung[0] if hung else None,
             stack=hung[1] if hung else "",
             attempt_logs=[str(a.log) for a in target.attempts if a.log and a.log.is_file()],
@@ -164,7 +162,7 @@ def snapshot(targets: dict) -> dict:
                 sum(a.duration_s for a in final if a.run == r)
                 for r in sorted({a.run for a in final})
             ),
-            never_run=tuple(sorted({line for t in texts for line in runner_log.never_run(t)})),
+            never_collected=tuple(sorted(never_collected)),
         )
     return snap
 
@@ -191,18 +189,14 @@ def _change(label, case_id, before, after) -> dict:
 
 
 def _hung_case(snap: TargetSnapshot) -> str | None:
-    """The case id of the test a timeout stopped (its node id ends with `::name`)."""
-    if not snap.hung:
-        return None
-    node = snap.hung
-    name = node.split("::")[-1]
-    classes = node.split("::")[1:-1]
-    return f"{'.'.join([node.split('::')[0][:-3].replace('/', '.'), *classes])}::{name}"
+    """The case id of the test a timeout stopped."""
+    return junit.case_id(snap.hung) if snap.hung else None
 
 
-def _absent(label, case_id, before, after_snap) -> dict:
-    """A baseline case the red candidate target never reported: stopped by a hang or crash."""
-    change = _change(label, case_id, before, None)
+def _absent(label, case_id, before, after_snap, after=None) -> dict:
+    """A baseline case the red candidate target never ran (or never reported): stopped by a
+    hang or crash."""
+    change = _change(label, case_id, before, after)
     hung = _hung_case(after_snap)
     if hung == case_id:
         change["message"] = f"{after_snap.status}: this test was running when it was stopped"
@@ -283,14 +277,25 @@ def as_declared(case) -> bool:
     return kind is not None and case.outcome == ("xfail" if kind == "fail" else "skipped")
 
 
+def regressed(old, new) -> bool:
+    """The rule: a case that passed on the baseline and does not pass on the candidate, whatever
+    explains it (a marker, a declaration, a skip), or that xfailed there and now fails, is
+    skipped or never ran."""
+    if old.outcome == "passed":
+        return new.outcome != "passed"
+    return old.outcome == "xfail" and new.outcome in BAD + NOT_RUN
+
+
 def _ran(case) -> bool:
-    return case is not None and case.outcome != "skipped"
+    return case is not None and case.outcome not in NOT_RUN
 
 
 def _not_run(case, side: str) -> str:
     """Why a case did not run on `side` (for the coverage list)."""
     if case is None:
         return f"absent on the {side}"
+    if case.outcome == junit.NEVER_RAN:
+        return f"never ran on the {side}"
     return f"skipped on the {side}" + (f" ({case.message})" if case.message else "")
 
 
@@ -298,6 +303,7 @@ def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
     regressions = 0
     after_red = after.status not in bep.GREEN
     before_empty = not before.cases and before.status not in bep.GREEN
+    hung = _hung_case(after)
     for case_id in sorted(set(before.cases) | set(after.cases)):
         old, new = before.cases.get(case_id), after.cases.get(case_id)
         both_ran = _ran(old) and _ran(new)
@@ -355,7 +361,16 @@ def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
                     dict(change, reason="new on the candidate, " + _not_run(new, "candidate"))
                 )
             continue
-        if old.outcome in GOOD and new.outcome in BAD + ("skipped",):
+        if regressed(old, new) and (new.outcome == junit.NEVER_RAN or case_id == hung):
+            result["regressions"].append(_absent(label, case_id, old, after, new))
+            regressions += 1
+        elif old.outcome == "passed" and new.outcome == "xfail":
+            # Only a marker explains it (an xfail whose condition holds on the candidate):
+            # still a change, as a declaration for the candidate's release is.
+            marker = f"xfail (a marker in the test): {new.message or 'no message'}"
+            result["regressions"].append(dict(change, newly_declared=marker))
+            regressions += 1
+        elif regressed(old, new):
             result["regressions"].append(change)
             regressions += 1
         elif old.outcome in GOOD and new.failed_attempts:
@@ -386,8 +401,12 @@ def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
                     reason = f"ran on the {side} only"
                 elif as_declared(old):
                     reason = _not_run(new, "candidate") + ", a declared skip on the baseline"
-                else:
+                elif old.outcome == new.outcome == "skipped":
                     reason = f"skipped on both sides ({new.message or old.message})"
+                elif old.outcome == new.outcome:
+                    reason = "never ran on both sides"
+                else:
+                    reason = f"{_not_run(old, 'baseline')}, {_not_run(new, 'candidate')}"
                 result["one_side"].append(dict(change, reason=reason))
         spread = _spread(old.times) + _spread(new.times)
         if _beyond(
@@ -405,12 +424,14 @@ def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
 
 
 def _unrun_in_red_targets(label, before, after, result, known: int) -> None:
-    """What a red target did not run that no case shows: classes the module defines and pytest
-    never collected (the runner's log says so), or a red status no failing case explains."""
-    lines = sorted(set(before.never_run) | set(after.never_run))
+    """What a red target did not run that no case shows: definitions that yield no case (the
+    runner's record says so), or a red status no failing case explains."""
+    lines = sorted(set(before.never_collected) | set(after.never_collected))
     for line in lines:
         sides = [
-            s for s, snap in (("baseline", before), ("candidate", after)) if line in snap.never_run
+            s
+            for s, snap in (("baseline", before), ("candidate", after))
+            if line in snap.never_collected
         ]
         where = "both sides" if len(sides) == 2 else f"the {sides[0]}"
         result["one_side"].append(
@@ -420,7 +441,8 @@ def _unrun_in_red_targets(label, before, after, result, known: int) -> None:
         return
     for side, snap in (("baseline", before), ("candidate", after)):
         red = snap.status not in bep.GREEN and snap.status != bep.SKIPPED
-        explained = any(c.outcome in BAD + ("xpass",) for c in snap.cases.values()) or snap.hung
+        unrun = BAD + ("xpass", junit.NEVER_RAN)
+        explained = any(c.outcome in unrun for c in snap.cases.values()) or snap.hung
         if red and snap.cases and not explained:
             why = snap.first_error or "see its log"
             result["one_side"].append(

@@ -28,10 +28,16 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
 6. Writes report.md and report.json to --out (printed).
 
 Exit codes: 0 every requested target and case ran on both sides (or has the same declared
-outcome on both) and nothing regressed; 1 a regression (a case that passed on the baseline and
-is declared fail/skip for the candidate's release only is one, unless --accept-declared);
-4 incomplete: no regression, but something ran on one side only or on neither (a skip, a
-class never collected; report.md lists what and why); 2 a bad side; 3 Bazel failed to run.
+outcome on both) and nothing regressed; 1 a regression: a case that passed on the baseline and
+did not pass on the candidate, whatever explains it (an xfail marker, a declared fail or skip, a
+skip, not applicable there), unless --accept-declared accepts the outcomes a declaration or a
+marker explains (declared fail/skip, not applicable, xfail); 4 incomplete: no regression, but
+something ran on one side only or on neither (a skip, a case that never ran, a definition never
+collected; report.md lists what and why); 2 a bad side; 3 Bazel failed to run.
+
+Outcomes and facts (hangs, peak RSS, what never ran) come from the runner's record of each
+shard in its test.xml (tools/results), never from its log lines; a saved run from before the
+record is read through pytest's JUnit outcomes.
 """
 
 import argparse
@@ -52,7 +58,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a
 
 from tools.gate import candidate, compare, culprit, repeats, report, sides  # noqa: E402
 from tools.hardware import envvars  # noqa: E402
-from tools.results import bep, junit, runner_log  # noqa: E402
+from tools.results import bep, facts, junit  # noqa: E402
 
 ROOT = sides.ROOT
 BAZEL = ROOT / "tools" / "bazel"
@@ -199,7 +205,8 @@ class Gate:
         base = self.output_base(side)
         if side.kind == "results":  # on the saved run's host, with its interpreter
             python = sides.saved(side).get("python")
-            env = {envvars.PYTHON: python} if python and "external/pypi" not in python else {}
+            host = python and "external/pypi" not in python
+            env = {envvars.PYTHON: python if host else sides.PINNED_PYTHON}
             base = None
         parts = [f"{k}={shlex.quote(v)}" for k, v in env.items()] + ["tools/bazel"]
         if base:
@@ -318,11 +325,8 @@ def _verdict(target, snap, item) -> dict:
             for c in junit.cases(a.xml)
             if c.id == case_id
         ]
-        logs = "".join(
-            a.log.read_text(errors="replace") for a in attempts if a.log and a.log.is_file()
-        )
-        hang = runner_log.hang(logs)
-        if hang and hang[0] == item.get("node_id"):
+        hangs = [hang[0] for a in attempts if (hang := facts.hang(facts.of(a)))]
+        if item.get("node_id") in hangs:
             ran, failed_runs = ran + 1, failed_runs + 1  # it hung again
         elif outcomes:
             ran += 1
@@ -353,8 +357,9 @@ def release(version: str | None) -> str:
 
 
 def _newly_declared(result: dict, candidate_torch: str | None, accept: bool) -> None:
-    """Cases that passed on the baseline and are declared fail/skip for the candidate only: a
-    change the declaration accepts; a regression unless --accept-declared."""
+    """Cases that passed on the baseline and, on the candidate only, have an outcome a
+    declaration (fail, skip, not applicable) or an xfail marker accepts: a regression unless
+    --accept-declared, which reports them as accepted."""
     for item in [r for r in result["regressions"] if r.get("newly_declared")]:
         item["message"] = f"newly declared on {release(candidate_torch)}: {item['newly_declared']}"
         item["confirmation"] = {"verdict": "declared for the candidate's release only"}
@@ -400,7 +405,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--accept-declared",
         action="store_true",
-        help="a case declared fail/skip for the candidate's release only is no regression",
+        help="a case that passed on the baseline and, on the candidate, has the outcome a "
+        "declaration or a marker accepts (declared fail/skip, not applicable, xfail) is "
+        "reported as accepted, not as a regression (a plain failure or skip still is one)",
     )
     args = parser.parse_args(argv)
 

@@ -4,15 +4,15 @@
 
 A repeat is a (flaky) regression where, in any attempt of any run:
   - a case that passed (or xfailed) on the baseline did not pass: failed, error, skipped (an
-    undeclared skip), xpass; or was absent from a run that was not PASSED (a crash or abort
-    stopped it before the case ran);
+    undeclared skip), xpass, never ran, or (passed on the baseline) an xfail; or was absent
+    from a run that was not PASSED (a crash or abort stopped it before the case ran);
   - the run's status is not PASSED and no case shows why (e.g. SIGABRT after the last case),
     where the baseline target was green.
 Each names the run, its log and its first failure line; the gate adds the reproduce command.
 """
 
 from tools.gate import compare
-from tools.results import bep, junit
+from tools.results import bep, facts, junit
 
 
 def _read(path) -> str:
@@ -62,9 +62,13 @@ def regressions(targets: dict, baseline: dict, seen: set) -> list[dict]:
             shown = False  # a case tells why this run is not PASSED
             for case in cases:
                 old = before.cases.get(case.id)
-                if case.outcome in compare.GOOD or old is None:
+                if old is None:
                     continue
-                shown = True
+                # An xfail leaves the run PASSED; after a pass on the baseline it is a change.
+                xfail_after_pass = case.outcome == "xfail" and old.outcome == "passed"
+                if case.outcome in compare.GOOD and not xfail_after_pass:
+                    continue
+                shown = shown or not xfail_after_pass
                 if compare.as_declared(case) or old.outcome not in compare.GOOD:
                     continue  # accepted, or failing on the baseline too
                 if (label, case.id) not in seen:
@@ -83,8 +87,7 @@ def regressions(targets: dict, baseline: dict, seen: set) -> list[dict]:
                     )
             if attempt.status == "PASSED":
                 continue
-            log_text = _read(attempt.log)
-            why = compare.first_failure_line(log_text) or attempt.status
+            why = facts.first_error(facts.of(attempt), _read(attempt.log)) or attempt.status
             for case_id in sorted(shard_cases[attempt.shard] - set(got)):
                 old = before.cases.get(case_id)
                 if old is None or old.outcome not in compare.GOOD:

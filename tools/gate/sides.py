@@ -34,6 +34,8 @@ VENV_TOOLS = ("pip", "setuptools", "wheel")
 SAVED_FILES = ("events.json", "side.json")
 # Variables that choose @pypi's mode: each side sets its own and inherits none.
 MODE_VARS = (envvars.PYTHON, envvars.LOCK)
+# TORCH_TEST_PYTHON's explicit choice of a lock, over the checkout's `tools/bazel setup`.
+PINNED_PYTHON = "pinned"
 
 # Runs with the side's interpreter: where torch is and what it was built for, without importing
 # it (a CUDA build takes seconds to import). GPUs come from nvidia-smi, once per gate.
@@ -82,8 +84,7 @@ class Side:
             env[envvars.CPU_ONLY] = "1"
         if self.kind == "lock":
             env[envvars.LOCK] = str(self.path)
-        elif self.kind == "python":
-            env[envvars.PYTHON] = str(self.path)
+        env[envvars.PYTHON] = str(self.path) if self.kind == "python" else PINNED_PYTHON
         return env
 
 

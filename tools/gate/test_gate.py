@@ -18,7 +18,7 @@ import tempfile
 import unittest
 
 from tools.gate import candidate, compare, culprit, gate, hardware, repeats, report, save_run, sides
-from tools.results import bep
+from tools.results import bep, record
 
 
 def _case(name: str, outcome: str, time_s: float = 0.1, message: str = "known", props="") -> str:
@@ -41,20 +41,15 @@ class Fake:
     def __init__(self, root: pathlib.Path):
         self.root = root
 
-    def target(
-        self, side: str, label: str, status: str, shards: list, rss=None, log=""
-    ) -> bep.Target:
+    def target(self, side: str, label: str, status: str, shards: list, log="") -> bep.Target:
+        """Shards of pytest's JUnit cases (name, outcome[, seconds, message, property]) and no
+        runner record: a run saved before the runner wrote one."""
         target = bep.Target(label, status=status, shard_count=len(shards))
         for shard, cases in enumerate(shards, 1):
             d = self.root / side / label.strip("/").replace(":", "/") / f"shard_{shard}"
             d.mkdir(parents=True)
             outputs = {"test.log": d / "test.log"}
-            # As in real logs: stderr's line lands after pytest's unterminated progress line.
-            resources = (
-                f"t.py .. [100%]torch_test resources: peak_rss_mib={rss} children_peak_rss_mib=7"
-            )
-            text = log + (resources if rss else "")
-            (d / "test.log").write_text(text)
+            (d / "test.log").write_text(log)
             if cases is not None:
                 xml = "".join(_case(*c) for c in cases)
                 (d / "test.xml").write_text(
@@ -63,6 +58,24 @@ class Fake:
                 outputs["test.xml"] = d / "test.xml"
             duration = sum(c[2] if len(c) > 2 else 0.1 for c in cases or [])
             target.attempts.append(bep.Attempt(shard, 1, 1, status, False, duration, outputs))
+        return target
+
+    def recorded(
+        self, side: str, label: str, cases: list, log="", status=None, **facts
+    ) -> bep.Target:
+        """One shard whose test.xml holds the runner's record: `cases` are (name, witnessed
+        outcome[, seconds, detail, declared reason]), `facts` the record's other fields. Its
+        JUnit says every case that ran passed, as a test that rewrote pytest's reports would
+        have it: the witness's outcome is the one that counts."""
+        rec = record.ShardRecord(**facts)
+        for name, outcome, *rest in cases:
+            detail, declared = (list(rest[1:]) + ["", None])[:2]
+            rec.cases[f"m.py::C::{name}"] = record.Case(outcome, detail, declared)
+        green = all(c.outcome in record.GREEN for c in rec.cases.values()) and not rec.problems
+        rec.verdict = record.PASSED if green else record.FAILED
+        ran = [(c[0], "passed", *c[2:3]) for c in cases if c[1] != "never_ran"]
+        target = self.target(side, label, status or ("PASSED" if green else "FAILED"), [ran], log)
+        record.write(target.attempts[0].xml, rec)
         return target
 
 
@@ -97,7 +110,6 @@ class CompareTest(unittest.TestCase):
                             ("skip_to_pass", "skipped"),
                         ],
                     ],
-                    rss=1000,
                 ),
                 "//pkg:green": fake.target(
                     "b", "//pkg:green", "PASSED", [[("a", "passed"), ("b", "passed")]]
@@ -106,9 +118,7 @@ class CompareTest(unittest.TestCase):
                 "//pkg:missing_pkg": fake.target(
                     "b", "//pkg:missing_pkg", "PASSED", [[("a", "passed")]]
                 ),
-                "//pkg:same": fake.target(
-                    "b", "//pkg:same", "PASSED", [[("a", "passed", 10.0)]], rss=500
-                ),
+                "//pkg:same": fake.target("b", "//pkg:same", "PASSED", [[("a", "passed", 10.0)]]),
             }
         )
         self.after = compare.snapshot(
@@ -134,7 +144,6 @@ class CompareTest(unittest.TestCase):
                             ("skip_to_pass", "passed"),
                         ],
                     ],
-                    rss=1400,
                 ),
                 "//pkg:green": fake.target("c", "//pkg:green", "PASSED", [[("a", "passed")]]),
                 "//pkg:crash": fake.target(
@@ -145,9 +154,7 @@ class CompareTest(unittest.TestCase):
                     log="collected 1 item\nFatal Python error: Segmentation fault\n",
                 ),
                 "//pkg:missing_pkg": bep.Target("//pkg:missing_pkg", status="SKIPPED"),
-                "//pkg:same": fake.target(
-                    "c", "//pkg:same", "PASSED", [[("a", "passed", 13.0)]], rss=600
-                ),
+                "//pkg:same": fake.target("c", "//pkg:same", "PASSED", [[("a", "passed", 13.0)]]),
             }
         )
         self.result = compare.compare(self.before, self.after)
@@ -250,13 +257,6 @@ class CompareTest(unittest.TestCase):
             [("//pkg:same", "m.C::a"), ("//pkg:same", None), ("//pkg:t", "m.C::slow")],
         )
 
-    def test_peak_rss(self):
-        self.assertEqual(self.after["//pkg:t"].peak_rss_mib, 1400)
-        # t: +400 MiB, +40 %; same: +100 MiB (below 256 MiB).
-        self.assertEqual(
-            self.result["rss"], [{"target": "//pkg:t", "baseline_mib": 1000, "candidate_mib": 1400}]
-        )
-
     def test_nothing_changed_is_empty(self):
         same = compare.compare(self.before, self.before)
         # Nothing changed, but a case skipped (undeclared) on both sides ran on neither.
@@ -294,14 +294,6 @@ class CompareTest(unittest.TestCase):
         )
 
 
-NEVER_COLLECTED = (
-    "=========================== 1 passed in 0.01s ===========================\n"
-    "\ntorch_test: FAILED: the source's inventory:\n"
-    "  defined but never collected by pytest: m.py::Hidden::test_x (unittest.TestCase Hidden)\n"
-    "torch_test resources: wall_s=1.0 cpu_s=0.5 peak_rss_mib=40 children_peak_rss_mib=30\n"
-)
-
-
 def _pair(before: dict, after: dict) -> dict:
     """compare() of {label: (status, cases, log)} per side, written as fake testlogs."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -333,15 +325,13 @@ class CoverageTest(unittest.TestCase):
         self.assertEqual(result["regressions"], [])
 
     def test_a_class_never_collected_on_both_sides_is_named(self):
-        side = ("FAILED", [("a", "passed")], NEVER_COLLECTED)
-        result = _pair({"//p:hidden": side}, {"//p:hidden": side})
-        (item,) = result["one_side"]
-        self.assertTrue(
-            item["reason"].startswith(
-                "never collected on both sides: defined but never collected by pytest: m.py::Hidden"
-            ),
-            item,
+        hidden = "m.py::Hidden (unittest.TestCase Hidden)"
+        result = _recorded_pair(
+            {"//p:hidden": ([("a", "passed")], {"never_collected": [hidden]})},
+            {"//p:hidden": ([("a", "passed")], {"never_collected": [hidden]})},
         )
+        (item,) = result["one_side"]
+        self.assertEqual(item["reason"], f"never collected on both sides: {hidden}")
 
     def test_a_red_target_whose_red_no_case_explains_is_incomplete(self):
         side = ("FAILED", [("a", "passed")], "stale expectations fail this target\n")
@@ -387,6 +377,207 @@ class CoverageTest(unittest.TestCase):
                 ("m.C::new", "new on the candidate, skipped on the candidate (no reason)"),
             ],
         )
+
+
+def _recorded_pair(before: dict, after: dict, logs=("", "")) -> dict:
+    """compare() of {label: (cases, record facts)} per side, each a shard with a runner record
+    (Fake.recorded), the sides' logs `logs`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = Fake(pathlib.Path(tmp))
+        snaps = [
+            compare.snapshot(
+                {
+                    label: fake.recorded(side, label, cases, log, **facts)
+                    for label, (cases, facts) in targets.items()
+                }
+            )
+            for side, targets, log in (("b", before, logs[0]), ("c", after, logs[1]))
+        ]
+        return compare.compare(*snaps)
+
+
+def _resources(rss: int) -> record.Resources:
+    return record.Resources(wall_s=9.0, cpu_s=8.0, peak_rss_mib=rss, children_peak_rss_mib=7)
+
+
+STACK = (
+    '  File "/sandbox/1/execroot/w/bin/m.runfiles/w/tools/runner/pytest_runner.py", line 9 in run\n'
+    '  File "/sandbox/1/execroot/w/bin/m.runfiles/w/m.py", line 12 in test_hangs'
+)
+# One shard each side: the facts the runner's record carries, for every fact the gate reads.
+BASELINE = {
+    "//p:t": (
+        [("a", "passed"), ("b", "passed"), ("c", "passed"), ("test_hangs", "passed")],
+        {"resources": _resources(1000)},
+    ),
+    "//p:thread": ([("a", "passed")], {}),
+}
+CANDIDATE = {
+    "//p:t": (
+        [
+            ("a", "failed", 0.1, "AssertionError: a broke"),
+            ("b", "never_ran", 0.0, "its test protocol never ran"),
+            ("c", "xfail", 0.1, "RuntimeError: 2.15 records aten.view"),
+            ("test_hangs", "failed", 0.1, "its body never returned (the process left it)"),
+        ],
+        {
+            "resources": _resources(1400),
+            "never_collected": ["m.py::Hidden (unittest.TestCase Hidden)"],
+            "interrupted": "m.py::C::test_hangs",
+            "interrupted_stack": STACK,
+            "last_started": "m.py::C::test_hangs",
+            "status": "TIMEOUT",
+        },
+    ),
+    "//p:thread": (
+        [("a", "passed")],
+        {"problems": ["outside any test: an exception in thread worker: ValueError: x"]},
+    ),
+}
+# What the runner writes for people, in today's wording and renamed: no reader may parse it.
+LOGS = {
+    "today": (
+        "m.py .. [100%]torch_test resources: wall 9.0 s, CPU 8.0 s, peak RSS 1000 MiB\n",
+        "*** SIGTERM (Bazel timeout?) while running m.py::C::test_hangs (call): stacks ***\n"
+        + STACK
+        + "\ntorch_test: FAILED: what the runner saw:\n  defined but never ran: m.py::C::b\n"
+        "  defined but never collected by pytest: m.py::Hidden (unittest.TestCase Hidden)\n"
+        "torch_test: FAILED: ...; the last test that started: m.py::C::test_hangs\n"
+        "torch_test lease: GPUs [0] after 1.0 s (whole: no peak)\n"
+        "torch_test gpu memory: peak_mib=5\n"
+        "torch_test resources: wall 9.0 s, CPU 8.0 s, peak RSS 1400 MiB\n",
+    ),
+    "renamed": (
+        "RSS of everything: lots\n",
+        "Error: stopped somewhere; last test: elsewhere.py::nothing\n"
+        "never executed: m.py::C::a\nmemory: peak_rss_mib=1\n",
+    ),
+}
+
+
+class RecordTest(unittest.TestCase):
+    """The gate reads the runner's record, never its log lines (issue 54)."""
+
+    def test_a_renamed_runner_message_leaves_the_verdict_unchanged(self):
+        def gated(wording: str) -> str:
+            result = _recorded_pair(BASELINE, CANDIDATE, LOGS[wording])
+            gate._newly_declared(result, "2.15.0", accept=False)
+            for items in result.values():
+                for item in items if isinstance(items, list) else []:
+                    item.pop("log", None)  # where the fake wrote it
+            return json.dumps(result, sort_keys=True)
+
+        today = json.loads(gated("today"))
+        self.assertEqual(gated("renamed"), json.dumps(today, sort_keys=True))
+        # The verdict rests on every fact the record carries, none of it from the logs.
+        found = {i["case"]: i for i in today["regressions"]}
+        self.assertEqual(found["m.C::a"]["message"], "AssertionError: a broke")
+        self.assertEqual(
+            (found["m.C::b"]["candidate"], found["m.C::b"]["message"]),
+            ("never_ran", "not reached: TIMEOUT while running m.py::C::test_hangs"),
+        )
+        self.assertIn("xfail (a marker in the test)", found["m.C::c"]["message"])
+        hung = found["m.C::test_hangs"]
+        self.assertEqual(hung["message"], "TIMEOUT: this test was running when it was stopped")
+        self.assertEqual(hung["stack"].splitlines()[-1], '  File "w/m.py", line 12 in test_hangs')
+        self.assertEqual(
+            today["rss"], [{"target": "//p:t", "baseline_mib": 1000, "candidate_mib": 1400}]
+        )
+        self.assertEqual(
+            sorted(i["reason"] for i in today["one_side"]),
+            [
+                "FAILED on the candidate with no failing case: outside any test: an exception "
+                "in thread worker: ValueError: x",
+                "never collected on the candidate: m.py::Hidden (unittest.TestCase Hidden)",
+            ],
+        )
+
+    def test_the_witness_not_pytest_says_how_a_case_ended(self):
+        # pytest's JUnit says passed (a conftest rewrote the report); the record says failed.
+        result = _recorded_pair(
+            {"//p:t": ([("a", "passed", 3.0)], {})},
+            {"//p:t": ([("a", "failed", 3.0, "AssertionError: x\nmore")], {})},
+        )
+        (item,) = result["regressions"]
+        self.assertEqual((item["candidate"], item["message"]), ("failed", "AssertionError: x"))
+        self.assertEqual(result["coverage"]["cases_compared"], 1)
+
+    def test_peak_rss(self):
+        result = _recorded_pair(
+            {
+                "//p:t": ([("a", "passed")], {"resources": _resources(1000)}),
+                "//p:same": ([("a", "passed")], {"resources": _resources(500)}),
+            },
+            {
+                "//p:t": ([("a", "passed")], {"resources": _resources(1400)}),
+                "//p:same": ([("a", "passed")], {"resources": _resources(600)}),
+            },
+        )
+        # t: +400 MiB, +40 %; same: +100 MiB (below 256 MiB).
+        self.assertEqual(
+            result["rss"], [{"target": "//p:t", "baseline_mib": 1000, "candidate_mib": 1400}]
+        )
+
+    def test_a_case_that_never_ran_on_both_sides_is_not_compared(self):
+        side = ([("a", "passed"), ("b", "never_ran")], {})
+        result = _recorded_pair({"//p:t": side}, {"//p:t": side})
+        self.assertEqual(result["regressions"], [])
+        self.assertEqual(
+            [(i["case"], i["reason"]) for i in result["one_side"]],
+            [("m.C::b", "never ran on both sides")],
+        )
+        self.assertEqual(result["coverage"]["cases_compared"], 1)
+
+
+class RegressionRuleTest(unittest.TestCase):
+    """Passed on the baseline, not passed on the candidate: a regression whatever explains it;
+    --accept-declared accepts only what a declaration or a marker explains (issue 51)."""
+
+    def _gated(self, outcome: str, accept: bool, detail="", declared=None) -> dict:
+        result = _recorded_pair(
+            {"//p:t": ([("a", "passed")], {})},
+            {"//p:t": ([("a", outcome, 0.1, detail, declared)], {})},
+        )
+        gate._newly_declared(result, "2.15.0+cu132", accept)
+        return result
+
+    def test_passed_to_xfail_is_a_regression_unless_accepted(self):
+        (item,) = self._gated("xfail", False, "RuntimeError: y")["regressions"]
+        self.assertEqual(
+            item["message"],
+            "newly declared on 2.15: xfail (a marker in the test): RuntimeError: y",
+        )
+        accepted = self._gated("xfail", True, "RuntimeError: y")
+        self.assertEqual(accepted["regressions"], [])
+        (item,) = accepted["declared"]
+        self.assertIn("(accepted: --accept-declared)", item["declared"])
+
+    def test_declared_and_not_applicable_outcomes_are_regressions_unless_accepted(self):
+        for outcome, detail, declared in (
+            ("declared_fail", "RuntimeError: y", "2.15 records aten.view"),
+            ("declared_skip", "needs cuda", "no cuda in 2.15"),
+            ("not_applicable", "not applicable to this hardware table: needs mps", None),
+        ):
+            with self.subTest(outcome):
+                (item,) = self._gated(outcome, False, detail, declared)["regressions"]
+                self.assertTrue(item["message"].startswith("newly declared on 2.15: "), item)
+                self.assertEqual(self._gated(outcome, True, detail, declared)["regressions"], [])
+
+    def test_a_skip_or_a_failure_stays_a_regression_with_accept_declared(self):
+        for outcome in ("skipped", "failed", "never_ran"):
+            with self.subTest(outcome):
+                (item,) = self._gated(outcome, True, "why")["regressions"]
+                self.assertEqual(item["candidate"], outcome)
+
+    def test_an_xfail_marker_without_a_record_is_a_regression_too(self):
+        # A saved run from before the record: pytest's JUnit says xfail.
+        result = _pair(
+            {"//p:t": ("PASSED", [("seq", "passed")], "")},
+            {"//p:t": ("PASSED", [("seq", "xfail", 0.1, "condition on 2.15")], "")},
+        )
+        (item,) = result["regressions"]
+        self.assertEqual(item["newly_declared"], "xfail (a marker in the test): condition on 2.15")
+        self.assertEqual(result["xfail_changes"], [])
 
 
 FAIL_215 = ("torch_test.declared", "fail: 2.15 records aten.view")
@@ -617,10 +808,11 @@ class BadInputTest(unittest.TestCase):
     def test_sides_get_their_own_mode_and_output_base(self):
         env = {"TORCH_TEST_PYTHON": "/usr/bin/python3", "PATH": os.environ.get("PATH", "")}
         pinned = sides.parse("baseline", "pinned")
-        self.assertNotIn("TORCH_TEST_PYTHON", pinned.env(env))
+        # "pinned", not unset: a checkout set to host mode (tools/bazel setup) stays out of it.
+        self.assertEqual(pinned.env(env)["TORCH_TEST_PYTHON"], "pinned")
         lock = sides.parse("candidate", f"lock:{self.tmp}/x.lock")
         self.assertEqual(lock.env(env)["TORCH_TEST_LOCK"], str(self.tmp / "x.lock"))
-        self.assertNotIn("TORCH_TEST_PYTHON", lock.env(env))
+        self.assertEqual(lock.env(env)["TORCH_TEST_PYTHON"], "pinned")
         # Lock sides run their CPU variants on a GPU host instead of stopping there.
         self.assertEqual(pinned.env(env)["TORCH_TEST_CPU_ONLY"], "1")
         self.assertEqual(lock.env(env)["TORCH_TEST_CPU_ONLY"], "1")

@@ -1,7 +1,15 @@
-"""Test cases of a test.xml as pytest writes it (the runner's --junitxml, xunit1 family).
+"""Test cases of a shard's test.xml: the one reader of per-case outcomes.
 
     for case in junit.cases(path):
         case.id, case.outcome, case.time_s, case.message
+
+Where the runner's record is in the file (record.py), its cases are the cases and their outcome
+is what the runner's witness saw them do, whatever pytest reported; pytest's entries add only
+their seconds (matched by node id). The record's outcomes read as pytest's below: a declared
+fail as xfail with `declared` "fail: <reason>", a declared skip as skipped with "skip: <reason>",
+not applicable as skipped with `not_applicable`, and `never_ran` (the inventory holds the case,
+no body of it was seen) as itself. Without a record (a run saved before the runner wrote one),
+pytest's own encoding is read.
 
 Outcomes, from how pytest encodes them:
   passed   no child element (also a non-strict xfail test that passed: pytest writes a pass)
@@ -27,7 +35,10 @@ import dataclasses
 import pathlib
 import xml.etree.ElementTree as ET
 
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
+from tools.results import record
+
+NEVER_RAN = "never_ran"
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfail", "xpass", NEVER_RAN)
 _XPASS_PREFIXES = ("[XPASS(strict)]", "Unexpected success", "xfail-marked test passes unexpectedly")
 _DECLARED = "torch_test.declared"
 _NOT_APPLICABLE = "torch_test.not_applicable"
@@ -43,6 +54,7 @@ class Case:
     message: str  # first line of the failure/error/skip message ("" when passed)
     declared: str | None = None  # "skip: <reason>" or "fail: <reason>"
     not_applicable: str | None = None  # why the hardware table cannot run it
+    recorded_id: str | None = None  # the node id the runner's record names it by
 
     @property
     def id(self) -> str:
@@ -51,7 +63,10 @@ class Case:
 
     @property
     def node_id(self) -> str | None:
-        """pytest's node id (`file.py::Class::name`), from xunit1's file and classname."""
+        """pytest's node id (`file.py::Class::name`): the record's, else from xunit1's file and
+        classname."""
+        if self.recorded_id is not None:
+            return self.recorded_id
         if not self.file.endswith(".py"):
             return None
         module = self.file[: -len(".py")].replace("/", ".")
@@ -78,7 +93,64 @@ def _outcome(case: ET.Element) -> tuple[str, str]:
     return "passed", ""
 
 
+def _parts(node_id: str) -> tuple[str, str, str]:
+    """(file, xunit1 classname, name) of a node id: Case.node_id read backwards."""
+    head, bracket, params = node_id.partition("[")  # a parameter id may hold "::"
+    file, *classes = head.split("::")
+    name = classes.pop() + bracket + params if classes else ""
+    module = file.removesuffix(".py").replace("/", ".")
+    return file, ".".join([module, *classes]), name
+
+
+def case_id(node_id: str) -> str:
+    """The id (`classname::name`) of the case a node id names."""
+    _, classname, name = _parts(node_id)
+    return f"{classname}::{name}"
+
+
+def _witnessed(node_id: str, seen: record.Case, reported: Case | None) -> Case:
+    """A case as the runner's record has it; pytest's entry (if any) gives its seconds."""
+    why = seen.declared or seen.detail
+    outcome, declared, not_applicable = {
+        "declared_fail": ("xfail", f"fail: {why}", None),
+        "declared_skip": ("skipped", f"skip: {why}", None),
+        "not_applicable": ("skipped", None, seen.detail),
+    }.get(seen.outcome, (seen.outcome, None, None))
+    file, classname, name = _parts(node_id)
+    if reported is not None:
+        file, classname, name = reported.file, reported.classname, reported.name
+    return Case(
+        classname=classname,
+        name=name,
+        file=file,
+        outcome=outcome,
+        time_s=reported.time_s if reported else 0.0,
+        message=_message(seen),
+        declared=declared,
+        not_applicable=not_applicable,
+        recorded_id=node_id,
+    )
+
+
+def _message(seen: record.Case) -> str:
+    """The first line a person reads: a declaration's reason where one accepted the outcome."""
+    if seen.outcome in ("declared_fail", "declared_skip") and seen.declared:
+        return f"declared: {seen.declared}"
+    text = seen.detail.strip()
+    return text.splitlines()[0] if text else ""
+
+
 def cases(path: pathlib.Path) -> list[Case]:
+    reported = _reported(path)
+    rec = record.read(path)
+    if rec is None:
+        return reported
+    by_node = {c.node_id: c for c in reported}
+    return [_witnessed(n, seen, by_node.get(n)) for n, seen in rec.cases.items()]
+
+
+def _reported(path: pathlib.Path) -> list[Case]:
+    """The cases as pytest reported them."""
     found = []
     for case in ET.parse(path).getroot().iter("testcase"):
         if not case.get("name"):
@@ -102,12 +174,14 @@ def cases(path: pathlib.Path) -> list[Case]:
 
 # How reports count cases: what was accepted by a declaration (expectations files) and what is
 # not applicable to the hardware table apart from other skips, which fail their target.
-COLUMNS = ("passed", "failed", "xfail", "declared", "n/a", "skipped")
+COLUMNS = ("passed", "failed", "xfail", "declared", "n/a", "skipped", "never ran")
 
 
 def column(case: Case) -> str:
     if case.outcome in ("failed", "error", "xpass"):
         return "failed"
+    if case.outcome == NEVER_RAN:
+        return "never ran"
     if case.outcome in ("skipped", "xfail") and case.declared:
         return "declared"
     if case.outcome == "skipped" and case.not_applicable:

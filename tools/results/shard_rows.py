@@ -2,12 +2,13 @@
 tables of bench/multi_gpu_table.py and of the GPU-host rig (tools/remote/gpu_host) read them.
 
 Each row: label, status, and for a shard that ran: cached, "N of M", its cases per column
-(junit.shard_counts), the test action's seconds and its GPU lease (runner_log.lease_of).
+(junit.shard_counts), the test action's seconds and its GPU lease (the runner's record:
+facts.lease_row).
 """
 
 from collections.abc import Callable
 
-from tools.results import bep, junit, runner_log
+from tools.results import bep, facts, junit
 
 
 def shard_rows(targets: dict[str, bep.Target], extra: Callable | None = None) -> list[dict]:
@@ -26,7 +27,7 @@ def shard_rows(targets: dict[str, bep.Target], extra: Callable | None = None) ->
                     "shard": f"{a.shard} of {target.shard_count}",
                     "cases": junit.shard_counts(a.xml),
                     "seconds": a.duration_s,
-                    **runner_log.lease_of(a.log),
+                    **facts.lease_row(facts.of(a)),
                     **(extra(label, a) if extra else {}),
                 }
             )

@@ -4,10 +4,11 @@ import contextlib
 import io
 import os
 import pathlib
+import shutil
 import tempfile
 import unittest
 
-from tools.results import bep, junit, outcomes, runner_log
+from tools.results import bep, facts, junit, outcomes, record, shard_rows
 
 TESTDATA = pathlib.Path(__file__).resolve().parent / "testdata"
 
@@ -355,6 +356,9 @@ class JunitTest(unittest.TestCase):
         self.assertEqual((param.declared, param.not_applicable), ("fail: known", None))
 
 
+HUNG = "tools/gate/fixtures/hangs_on_candidate.py::test_hangs"
+
+
 class TimeoutTest(unittest.TestCase):
     """A target Bazel timed out (recorded: //tools/gate/fixtures:hangs_on_candidate)."""
 
@@ -363,14 +367,99 @@ class TimeoutTest(unittest.TestCase):
         self.assertEqual([(c.name, c.outcome) for c in cases], [("test_known_bad", "failed")])
 
     def test_hang_names_the_running_test_and_its_stack(self):
-        running, stack = runner_log.hang((TESTDATA / "timeout.test.log").read_text())
-        self.assertEqual(running, "tools/gate/fixtures/hangs_on_candidate.py::test_hangs")
-        self.assertIn('File "torch_tests/tools/gate/fixtures/hangs_on_candidate.py", line', stack)
-        self.assertIn("in test_hangs", stack)
-        self.assertNotIn("bazel-sandbox", stack)
+        # The recorded run's stack (faulthandler's, innermost first), as the record holds it.
+        dump = (TESTDATA / "timeout.test.log").read_text().splitlines()
+        stack = "\n".join(reversed([line for line in dump if line.startswith("  File ")]))
+        running, shown = facts.hang(
+            record.ShardRecord(interrupted=HUNG, interrupted_stack=stack, last_started=HUNG)
+        )
+        self.assertEqual(running, HUNG)
+        self.assertIn('File "torch_tests/tools/gate/fixtures/hangs_on_candidate.py", line', shown)
+        self.assertIn("in test_hangs", shown)
+        self.assertNotIn("bazel-sandbox", shown)
+        self.assertEqual(len(shown.splitlines()), facts.STACK_LINES)
 
-    def test_a_log_without_sigterm_is_no_hang(self):
-        self.assertIsNone(runner_log.hang("collected 1 item\nt.py .   [100%]\n"))
+    def test_a_record_without_a_sigterm_is_no_hang(self):
+        self.assertIsNone(facts.hang(record.ShardRecord(last_started=HUNG)))
+        self.assertIsNone(facts.hang(None))
+
+    def test_a_sigterm_between_cases_names_the_last_that_started(self):
+        stopped = record.ShardRecord(last_started=HUNG, interrupted_stack='  File "x.py"')
+        self.assertEqual(facts.hang(stopped), (HUNG, '  File "x.py"'))
+
+
+class RecordTest(unittest.TestCase):
+    """The runner's record in test.xml: junit.cases' outcomes and facts.py's facts."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.xml = pathlib.Path(tmp.name, "test.xml")
+        shutil.copyfile(TESTDATA / "timeout.test.xml", self.xml)  # pytest: test_known_bad failed
+
+    def _write(self, **fields) -> None:
+        record.write(self.xml, record.ShardRecord(**fields))
+
+    def test_the_witness_gives_the_outcome_and_pytest_the_seconds(self):
+        base = "tools/gate/fixtures/hangs_on_candidate.py::"
+        self._write(
+            cases={
+                base + "test_known_bad": record.Case("passed"),
+                base + "test_hangs": record.Case("never_ran", "its test protocol never ran"),
+                base + "T::test_d": record.Case("declared_fail", "ValueError: x", "bug 7"),
+                base + "T::test_s": record.Case("declared_skip", "needs cuda", "no cuda"),
+                base + "T::test_n[a::b]": record.Case("not_applicable", "needs mps"),
+            }
+        )
+        found = {c.node_id: c for c in junit.cases(self.xml)}
+        bad = found[base + "test_known_bad"]
+        self.assertEqual((bad.outcome, bad.time_s), ("passed", 0.001))
+        self.assertEqual(bad.id, "tools.gate.fixtures.hangs_on_candidate::test_known_bad")
+        # The id of a case pytest never reported is the one pytest would have given it.
+        hung = found[base + "test_hangs"]
+        self.assertEqual((hung.outcome, hung.id), ("never_ran", junit.case_id(base + "test_hangs")))
+        self.assertEqual(hung.id, "tools.gate.fixtures.hangs_on_candidate::test_hangs")
+        self.assertEqual(
+            {n: (c.outcome, c.declared, c.not_applicable) for n, c in found.items() if "T::" in n},
+            {
+                base + "T::test_d": ("xfail", "fail: bug 7", None),
+                base + "T::test_s": ("skipped", "skip: no cuda", None),
+                base + "T::test_n[a::b]": ("skipped", None, "needs mps"),
+            },
+        )
+        self.assertEqual(found[base + "T::test_n[a::b]"].name, "test_n[a::b]")
+        self.assertEqual(
+            junit.shard_counts(self.xml), {"passed": 1, "declared": 2, "n/a": 1, "never ran": 1}
+        )
+
+    def test_facts(self):
+        lease = record.Lease([0, 1], 2.5, True, "needs ~2000 MiB: 2 of 16 slots", 0.125)
+        used = record.Resources(wall_s=3.0, cpu_s=2.0, peak_rss_mib=300, children_peak_rss_mib=900)
+        self._write(lease=lease, resources=used, problems=["", "stale expectations\nmore"])
+        rec = facts.of(bep.Attempt(1, 1, 1, "FAILED", False, 4.0, {"test.xml": self.xml}))
+        self.assertEqual((facts.peak_rss_mib(rec), facts.wall_s(rec)), (900, 3.0))
+        self.assertEqual(
+            facts.lease_row(rec),
+            {"gpus": "[0, 1]", "wait_s": 2.5, "share": "shared: needs ~2000 MiB: 2 of 16 slots"},
+        )
+        self.assertEqual(facts.first_error(rec, "E   AssertionError"), "stale expectations")
+        self.assertEqual(facts.first_error(None, "x\nE   AssertionError: y\n"), "AssertionError: y")
+        self.assertEqual(
+            facts.first_error(None, "collected 1 item\nFatal Python error: Aborted\n\n"),
+            "Fatal Python error: Aborted",
+        )
+        self.assertEqual((facts.lease_row(None), facts.peak_rss_mib(None)), ({}, None))
+
+    def test_shard_rows_take_the_lease_from_the_record(self):
+        lease = record.Lease([3], 0.5, False, "no peak GPU memory recorded for this target")
+        self._write(lease=lease, cases={"t.py::test_a": record.Case("passed")})
+        attempt = bep.Attempt(1, 1, 1, "PASSED", False, 4.0, {"test.xml": self.xml})
+        target = bep.Target("//p:t", status="PASSED", attempts=[attempt])
+        (row,) = shard_rows.shard_rows({"//p:t": target})
+        self.assertEqual(
+            (row["cases"], row["gpus"], row["wait_s"], row["share"]),
+            ({"passed": 1}, "[3]", 0.5, "whole: no peak GPU memory recorded for this target"),
+        )
 
 
 class ExcludedTest(unittest.TestCase):

@@ -1,0 +1,148 @@
+"""The runner's typed record of one shard: what it saw, for every reader that is not a person.
+
+The runner (tools/runner/pytest_runner.py) writes one record per shard into the shard's
+test.xml, as the testsuite property `torch_test.record` (JSON), so it travels wherever Bazel
+keeps test.xml: the local cache, a remote cache, a remote worker's outputs. Log lines stay for
+people; no reader parses them. The gate, tools/update_test_times.py and the benches read this.
+
+    rec = record.read(path_to_test_xml)      # None: no record (not our runner, or a crash
+                                             # before it wrote one)
+    rec.verdict, rec.cases["test_x.py::T::test_a"].outcome, rec.lease.wait_s, ...
+
+Case ids are the source's path as the target names it, then pytest's id: `dir/test_x.py::T::
+test_a[p]` (a packed target may hold two files of one name in two folders).
+
+Case outcomes are what the runner's witness saw the case do (tools/runner/witness.py), not what
+pytest reported:
+  passed          its body was entered and returned, every phase clean
+  failed          it raised, or a phase (setup, teardown) did, or a thread it started did, or it
+                  left a coroutine unawaited, or it passed where a failure was expected
+  xfail           an expected failure (xfail marker, unittest.expectedFailure) that ran and raised
+  declared_fail   a failure its expectations file declares, with the text the match accepted
+  declared_skip   a skip its expectations file declares
+  not_applicable  placed by torch's decorators on hardware no variant offers, and skipped so
+  skipped         a skip nothing declares (it fails the target)
+  never_ran       the inventory holds it for this shard, and no body of it was seen
+Cases another shard ran, or the user's own filter left out, are not in `cases`.
+
+Standard library only: the runner's own process and the gate import it.
+"""
+
+import dataclasses
+import json
+import pathlib
+import xml.etree.ElementTree as ET
+
+PROPERTY = "torch_test.record"
+SCHEMA = 1
+
+PASSED, FAILED = "passed", "failed"
+OUTCOMES = (
+    "passed",
+    "failed",
+    "xfail",
+    "declared_fail",
+    "declared_skip",
+    "not_applicable",
+    "skipped",
+    "never_ran",
+)
+# Outcomes that leave a target green.
+GREEN = ("passed", "xfail", "declared_fail", "declared_skip", "not_applicable")
+
+
+@dataclasses.dataclass
+class Case:
+    outcome: str
+    detail: str = ""  # `Type: message` of a failure, a skip's reason, what a declaration matched
+    declared: str | None = None  # the declaration's reason, where one accepted the outcome
+
+
+@dataclasses.dataclass
+class Lease:
+    gpus: list[int]
+    wait_s: float
+    shared: bool
+    reason: str  # why shared or whole (tools/runner/gpu_share.py)
+    share: float = 1.0  # the part of each leased GPU it held: slots taken / slots per GPU
+
+
+@dataclasses.dataclass
+class Resources:
+    wall_s: float
+    cpu_s: float
+    peak_rss_mib: int
+    children_peak_rss_mib: int
+
+
+@dataclasses.dataclass
+class ShardRecord:
+    verdict: str = FAILED  # "passed" or "failed": the target's exit status, as the runner set it
+    problems: list[str] = dataclasses.field(default_factory=list)  # why it failed, for people
+    cases: dict[str, Case] = dataclasses.field(default_factory=dict)
+    never_collected: list[str] = dataclasses.field(default_factory=list)  # definitions, no case
+    last_started: str | None = None  # the last case whose test protocol began
+    interrupted: str | None = None  # the case running when a SIGTERM (Bazel's timeout) came
+    interrupted_stack: str | None = None  # that case's thread's stack, innermost frames last
+    lease: Lease | None = None
+    gpu_peak_mib: int | None = None  # per GPU, the test's whole process tree
+    resources: Resources | None = None
+    schema: int = SCHEMA
+
+    @property
+    def never_run(self) -> list[str]:
+        return sorted(c for c, case in self.cases.items() if case.outcome == "never_ran")
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ShardRecord":
+        raw = json.loads(text)
+        if raw.get("schema") != SCHEMA:
+            raise ValueError(f"record schema {raw.get('schema')!r}, this reader knows {SCHEMA}")
+        raw["cases"] = {k: Case(**v) for k, v in raw.get("cases", {}).items()}
+        if raw.get("lease") is not None:
+            raw["lease"] = Lease(**raw["lease"])
+        if raw.get("resources") is not None:
+            raw["resources"] = Resources(**raw["resources"])
+        return cls(**raw)
+
+
+def read(xml: pathlib.Path | str | None) -> ShardRecord | None:
+    """The record in a shard's test.xml, or None (no file, or no record in it)."""
+    if xml is None or not pathlib.Path(xml).is_file():
+        return None
+    try:
+        root = ET.parse(xml).getroot()
+    except ET.ParseError:
+        return None
+    for prop in root.iter("property"):
+        if prop.get("name") == PROPERTY:
+            return ShardRecord.from_json(prop.get("value") or "")
+    return None
+
+
+def write(xml: pathlib.Path | str, rec: ShardRecord, suite_name: str = "pytest") -> None:
+    """Puts `rec` into the test.xml at `xml` (its first testsuite), creating a minimal one
+    where pytest wrote none (it crashed, or never started)."""
+    path = pathlib.Path(xml)
+    try:
+        tree = ET.parse(path)
+        root = tree.getroot()
+    except (OSError, ET.ParseError):
+        root = ET.Element("testsuites")
+        tree = ET.ElementTree(root)
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    if suite is None:
+        suite = ET.SubElement(root, "testsuite", name=suite_name, tests="0")
+    props = suite.find("properties")
+    if props is None:
+        props = ET.Element("properties")
+        suite.insert(0, props)
+    for old in [p for p in props if p.get("name") == PROPERTY]:
+        props.remove(old)
+    ET.SubElement(props, "property", name=PROPERTY, value=rec.to_json())
+    tmp = path.with_name(path.name + ".tmp")
+    tree.write(tmp, encoding="utf-8", xml_declaration=True)
+    tmp.replace(path)
