@@ -50,7 +50,7 @@ import torch.distributed as dist
 
 from test_utils import rank_process
 from tools.hardware import envvars
-from tools.runner.process import gpu_peak, process_env
+from tools.runner.process import process_env
 
 MAX_TIMEOUT_S = 300.0
 MIN_TIMEOUT_S = 1.0
@@ -250,8 +250,6 @@ class _Rank:
             return
         if kind == "return":
             self.returned, self.value = True, body
-        elif kind == "gpu_peak":
-            gpu_peak.note_rank_peak(body)
         elif kind == "skip":
             self.skip_reason = body
         else:

@@ -4,8 +4,7 @@ main(spec) is every rank's entry point. In order: leave the parent's process gro
 the test process, send output to the rank's log, arm a SIGUSR1 stack dump, take the test
 process's environment, install the test process's checks (tools/runner/process/descendants.py:
 the read audit, inductor's caches, the GPU memory cap), join the FileStore rendezvous, run the
-function, and report its return value (after its peak GPU memory, if it used CUDA), exception
-or skip to the parent over a pipe.
+function, and report its return value, exception or skip to the parent over a pipe.
 It always ends with os._exit.
 """
 
@@ -27,8 +26,7 @@ import unittest
 import torch
 import torch.distributed as dist
 
-from tools.runner.process import descendants, gpu_peak, lifetime, process_env
-from tools.runner.session import call_results
+from tools.runner.process import descendants, lifetime, process_env, witness
 
 
 @dataclasses.dataclass
@@ -62,7 +60,7 @@ def main(spec: RankSpec) -> None:
     # The checks of every process a test starts: the test process's read-audit record (before
     # the test's module is imported), inductor's caches, the lease's GPU memory cap.
     descendants.install()
-    call_results.install_unittest()  # a rank's test method that returns a value fails too
+    witness.check_returns()  # a rank's test method that returns a value fails too
     try:
         fn, args = _load_call(spec)
         _init_process_group(spec)
@@ -71,11 +69,6 @@ def main(spec: RankSpec) -> None:
         _report_exception(spec, exc, "")
         _exit(1)
     try:
-        peak = gpu_peak.peak_mib()
-        if (
-            peak is not None
-        ):  # the test process records the largest (tools/runner/process/gpu_peak.py)
-            spec.conn.send(("gpu_peak", peak))
         spec.conn.send(("return", value))
     except Exception as exc:
         _report_exception(spec, exc, " while sending its return value to the parent")

@@ -29,7 +29,6 @@ from test_utils.distributed import RankFailure, run_ranks, single_process_group
 from test_utils.dtensor import DTensorTestCase, with_comms
 from test_utils.multiprocess_testcase import MultiProcessTestCase, per_rank
 from tools.hardware import envvars
-from tools.runner.process import gpu_peak
 
 HANG_TIMEOUT_S = 8.0
 # Past the timeout: up to STACK_DUMP_WAIT_S for stack dumps, then kill and reap.
@@ -512,20 +511,3 @@ def test_default_timeout_stays_inside_bazels(monkeypatch):
 def test_this_module_is_importable_by_name():
     # Ranks (and the driver above) import this module by name, from the parent's sys.path.
     assert importlib.import_module(__name__).__file__ == __file__
-
-
-def test_a_ranks_gpu_peak_reaches_the_test_process(monkeypatch):
-    # The rank side sends ("gpu_peak", MiB) before its return value when it used CUDA
-    # (rank_process.main); the test process must keep it for the runner's record.
-    monkeypatch.setattr(gpu_peak, "_rank_peaks_mib", [])
-    ranks = []
-    for index, peak in enumerate([5120, 3000]):
-        received, sent = multiprocessing.Pipe(duplex=False)
-        sent.send(("gpu_peak", peak))
-        sent.send(("return", index))
-        rank = distributed._Rank(index, None, received, log_path="", stack_path="")
-        rank.read_report()
-        rank.read_report()
-        ranks.append(rank)
-    assert [(r.returned, r.value) for r in ranks] == [(True, 0), (True, 1)]
-    assert gpu_peak._rank_peaks_mib == [5120, 3000]

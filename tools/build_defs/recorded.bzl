@@ -4,8 +4,10 @@
                            longest-first from it (tools/runner/session/sharding.py), and a
                            long case budgets CPU threads for the tests expected beside it
                            (tools/runner/session/threads.py).
-  TORCH_TEST_GPU_PEAK_MIB  peak GPU memory of the target's test process: the runner lets it
-                           share a GPU only if that fits (tools/runner/gpu_share.py). GPU variants.
+  TORCH_TEST_GPU_PEAK_MIB  peak GPU memory per GPU of the target's processes, as the runner
+                           measured it (tools/runner/gpu_watch.py): the runner lets it share a
+                           GPU only if that fits (tools/runner/gpu_share.py). GPU variants; a
+                           peak of 0 (a probe that uses no GPU memory) shares too.
 
 Only targets whose behaviour a fact changes get it, so facts stay out of other targets' cache
 keys: regenerating tools/test_times.bzl with unchanged numbers re-runs nothing, and a changed
@@ -32,6 +34,6 @@ def recorded_env(target, variant):
     if times:
         env[RUNNER_ENV["DURATIONS"]] = json.encode(times)
     peak = GPU_PEAK_MIB.get(label)
-    if peak and VARIANTS[variant]["gpus"]:
+    if peak != None and VARIANTS[variant]["gpus"]:
         env[RUNNER_ENV["GPU_PEAK_MIB"]] = str(peak)
     return env

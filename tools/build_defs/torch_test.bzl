@@ -103,8 +103,8 @@ def _check_no_source_directories(name, data):
 
     Bazel 4.2.3 keys a source directory by the directory alone (a warning says "dependency
     checking of directories is unsound"): an edit of a file inside keeps a cached PASSED.
-    Labels of other packages cannot be globbed from here; the read audit
-    (tools/runner/read_audit.py) still fails a test that reads a file no input declares.
+    Labels of other packages cannot be globbed from here; the runner's view of the source tree
+    (tools/runner/source_view.py) still holds no file that no input declares.
     """
     if type(data) != "list":
         return  # a select(): its branches are labels resolved later

@@ -16,12 +16,12 @@ RUNNER_ENV = {
     "EXPECTATIONS": "TORCH_TEST_EXPECTATIONS",  # the declared-outcomes file (tools/runner/session/expectations.py)
     # Recorded per target (tools/build_defs/recorded.bzl).
     "DURATIONS": "TORCH_TEST_DURATIONS",  # JSON {node id: seconds}
-    "GPU_PEAK_MIB": "TORCH_TEST_GPU_PEAK_MIB",  # peak GPU memory of the test process
+    "GPU_PEAK_MIB": "TORCH_TEST_GPU_PEAK_MIB",  # peak GPU memory per GPU of the test's processes
     # Set by the runner for the processes it starts.
     "DEADLINE": "TORCH_TEST_DEADLINE",  # epoch seconds by which harness timeouts must have fired
     "HOST_GPUS": "TORCH_TEST_HOST_GPUS",  # this host's GPU count once probed (the rig sets it too)
     "GPU_MEMORY_FRACTION": "TORCH_TEST_GPU_MEMORY_FRACTION",  # this test's share of its GPUs
-    "DESCENDANT_PEAKS": "TORCH_TEST_DESCENDANT_PEAKS",  # where a test's other processes leave GPU peaks
+    "WITNESS": "TORCH_TEST_WITNESS",  # the runner's socket for what test bodies did (tools/runner/process/witness.py)
     # Set by users or self-tests (--test_env).
     "GPU_LEASE_DIR": "TORCH_TEST_GPU_LEASE_DIR",  # the GPU lease's lock directory
     "JOBS_DIR": "TORCH_TEST_JOBS_DIR",  # the thread budget's registry of running tests
@@ -29,7 +29,6 @@ RUNNER_ENV = {
     "SLOTS_PER_GPU": "TORCH_TEST_SLOTS_PER_GPU",  # overrides the GPU sharing policy
     "START_METHOD": "TORCH_TEST_START_METHOD",  # rank processes: "forkserver" or "spawn"
     "NODE_IDS": "TORCH_TEST_NODE_IDS",  # JSON [node id]: run exactly these (the gate's re-runs)
-    "READ_AUDIT": "TORCH_TEST_READ_AUDIT",  # where test processes record undeclared reads
     "VEC_ISA_MEMO": "TORCH_TEST_VEC_ISA_MEMO",  # inductor's ISA probes' memo, or "off"
     "SHOW_PLACEMENT": "TORCH_TEST_SHOW_PLACEMENT",  # "1": the log lists each case's variant
 }

@@ -4,7 +4,7 @@ Every target starts one more process beside its tests (`Check`): the inventory
 (tools/runner/session/inventory.py), which collects the source without the target's conftest,
 args, ini file or plugins and records every case, its variant and its parameters, and every
 test-named definition that yields no case. The runner holds the tests' ledger against it
-(tools/runner/completion.py `account`).
+(tools/runner/verdict.py).
 
 Bazel's shards are separate processes, maybe on separate hosts, with no channel to each other;
 each collects the file itself and keeps its part (tools/runner/session/sharding.py). That
@@ -17,17 +17,21 @@ different case, one case twice and another never.
   (`--test_env=PYTHONHASHSEED=...`). The runner sets it, not torch_test's env: the runner sees
   a user's value and keeps it, under `bazel test`, `bazel run` and on remote workers alike.
 * A fixed seed alone does not make ids mean one thing: object hashes and reprs follow memory
-  addresses, values may come from a random generator or the host. So the inventory runs with
-  another hash seed, and each shard of a sharded target compares node id -> parameter reprs
-  of the ids both processes collected with what its test process collected (`recorder`, before
-  any selection). A difference fails the shard, naming it: if two processes on one host
-  disagree, shards elsewhere can too. Cost: one more collection per target (the test module's
-  imports), in parallel with the tests (bench/inventory_cost.sh).
+  addresses, values may come from a random generator, the host or the process's temporary
+  directory. So the inventory runs with another hash seed and another TMPDIR, and each shard
+  of a sharded target compares case -> parameter reprs of the cases both processes collected
+  with what its test process collected (`recorder`, before any selection); a case whose id
+  differs between them is never run (tools/runner/verdict.py). A difference fails the shard,
+  naming it: if two processes on one host disagree, shards elsewhere can too. Cost: one more
+  collection per target (the test module's imports), in parallel with the tests
+  (bench/inventory_cost.sh).
 """
 
 import json
 import os
 import subprocess
+
+from tools.runner.session import child
 
 SEED_ENV = "PYTHONHASHSEED"
 DEFAULT_SEED = "0"
@@ -53,28 +57,23 @@ def differences(ours: dict, theirs: dict) -> list[str]:
     return lines
 
 
-def local_ids(described: dict) -> dict:
-    """The record with node ids reduced to their file's name (as the inventory keys them)."""
-    from tools.runner.session.inventory import local_id
-
-    return {local_id(n): params for n, params in described.items()}
-
-
 class Check:
-    """The inventory of a target's source, collected in a process started beside the tests."""
+    """The inventory of a target's source: collected in a process the runner starts beside the
+    tests with another hash seed (a sharded target), or forked by the test process before it
+    loads anything of the target's (`forked`: one torch import for both, session/child.py)."""
 
-    def __init__(self, command: list[str], args: list[str], env, workdir: str):
+    def __init__(self, command: list[str], args: list[str], env, workdir: str, forked=False):
         self.seed = env.get(SEED_ENV, DEFAULT_SEED)
-        self.other = other_seed(self.seed)
+        self.other = self.seed if forked else other_seed(self.seed)
         self.out = os.path.join(workdir, "inventory.json")
         self.log = os.path.join(workdir, "inventory.log")
-        # Nothing the target configures reaches it: no user options through the environment.
-        child_env = {k: v for k, v in env.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
-        child_env[SEED_ENV] = self.other
-        # It runs no test: one thread. Otherwise torch's import starts one OpenMP thread per
-        # core, which spin: about half the import's CPU on a 16-core host (bench/scale.py
-        # --breakdown; bench/results/scale_2026-11-26_nvidia-h100-x1.md).
-        child_env["OMP_NUM_THREADS"] = "1"
+        self.args = args
+        self.proc = None
+        if forked:
+            return
+        # The same environment as a forked inventory's (child.inventory_env), another seed.
+        changed = {**child.inventory_env(env, workdir), SEED_ENV: self.other}
+        child_env = {k: v for k, v in {**env, **changed}.items() if v is not None}
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
                 [*command, self.out, *args],
@@ -84,16 +83,22 @@ class Check:
             )
 
     def cancel(self) -> None:
+        if self.proc is None:
+            return
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
 
     def inventory(self) -> tuple[dict | None, str]:
-        """The inventory, or None and why it could not be taken."""
-        self.proc.wait()
+        """The inventory, or None and why it could not be taken (a forked one: once the test
+        process has ended)."""
+        if self.proc is not None:
+            self.proc.wait()
         if not os.path.exists(self.out):
-            with open(self.log) as f:
-                tail = f.read()[-3000:]
+            tail = ""
+            if os.path.exists(self.log):
+                with open(self.log) as f:
+                    tail = f.read()[-3000:]
             return None, f"the inventory of the source (collected without conftest) failed:\n{tail}"
         with open(self.out) as f:
             found = json.load(f)
@@ -106,9 +111,9 @@ class Check:
         if not os.path.exists(recorded):
             return 0, ""  # the tests never collected: their own failure says why
         with open(recorded) as f:
-            ours = local_ids(json.load(f))
+            ours = json.load(f)
         theirs = {case: info["params"] for case, info in found["items"].items()}
-        both = ours.keys() & theirs.keys()  # the inventory's own gaps are `account`'s
+        both = ours.keys() & theirs.keys()  # the inventory's own gaps are the verdict's
         lines = differences({k: ours[k] for k in both}, {k: theirs[k] for k in both})
         if not lines:
             return 0, ""

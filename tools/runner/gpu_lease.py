@@ -6,8 +6,9 @@ slot under a host-wide directory.
 
 * All-or-nothing: slots are taken while holding one allocator lock, and released at once if
   not all are free; nobody ever waits while holding a slot, so there is no deadlock.
-* A test takes one slot on each GPU it uses, on the least busy GPUs. With the default one
-  slot per GPU, every test (multi-GPU ones included) has whole GPUs to itself.
+* A test takes `slots_each` of the `slots_per_gpu` slots of each GPU it uses, on the least
+  busy GPUs; one that takes every slot has its GPUs to itself. How many, and what a slot is
+  worth in memory, is the sharing decision's (tools/runner/gpu_share.py): the lease only locks.
 * Locks are flock()s: the kernel frees them when the holder exits, even by SIGKILL.
 * Waiters queue, and the oldest is not starved: polling alone never gives a request for whole
   GPUs its turn while small shared tests keep slotting in, since it needs every slot of its
@@ -22,16 +23,14 @@ slot under a host-wide directory.
   (SIGKILL) and is removed by whoever sees it; the queue is read and joined only under the
   allocator lock, and a waiter holds no slot, so there is still no deadlock.
 * A request may be patient (`patience` seconds): until then it reserves nothing and the next
-  waiter is the head. The runner makes requests for whole GPUs (tools/runner/gpu_share.py: no
-  recorded peak, declared whole, or too large to share) patient for half the time they may
-  wait: a probe of a second that needs whole GPUs otherwise drained them as the head and held
-  every test with a measured share back for as long as the tests already on them ran
-  (bench/results/multi_gpu_lease_2026-11-26_nvidia-h100-x2.md); its turn then comes when the
+  waiter is the head. A request for whole GPUs is patient for at most its expected run time
+  (gpu_share.Decision.patience): as the head at once, a probe of a second that needed whole
+  GPUs drained them and held every test with a measured share back for as long as the tests
+  already on them ran (bench/results/multi_gpu_lease_2026-11-26_nvidia-h100-x2.md); patient
+  for half its wait, it waited minutes behind a stream of shared tests. Its turn comes when the
   shared work leaves its GPUs free, or it reserves them once its patience ends.
-* The lease returns the environment of its holder's processes: CUDA_VISIBLE_DEVICES, the
-  leased GPUs, and holding part of each GPU, TORCH_TEST_GPU_MEMORY_FRACTION (its slots / the
-  slots) for tests to cap their memory (tools/runner/process/memory_cap.py). The runner puts it in
-  the environment it composes for the test.
+* The lease returns the environment its holder's processes need to see the leased GPUs,
+  CUDA_VISIBLE_DEVICES; the runner puts it in the environment it composes for the test.
 
 Environment:
   TORCH_TEST_GPU_LEASE_DIR   lock directory (default /dev/shm/torch_test_gpu_lease, writable in
@@ -73,13 +72,6 @@ def lease_dir(env=os.environ) -> pathlib.Path:
 class Lease:
     gpus: list[int]
     env: dict[str, str]  # what the holder's processes need to know of the lease
-
-
-def lease_env(gpus: list[int], slots_per_gpu: int, slots_each: int) -> dict[str, str]:
-    added = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))}
-    if slots_each < slots_per_gpu:
-        added[envvars.GPU_MEMORY_FRACTION] = f"{slots_each / slots_per_gpu:.4f}"
-    return added
 
 
 def _lock(path: pathlib.Path, blocking: bool):
@@ -228,6 +220,6 @@ def lease(
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {holder}\n".encode(), 0)
     try:
-        yield Lease(gpus, lease_env(gpus, slots_per_gpu, slots_each))
+        yield Lease(gpus, {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))})
     finally:
         _release(fds)

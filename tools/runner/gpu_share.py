@@ -3,23 +3,26 @@
 Tests bound by compiling on the CPU leave the GPU mostly idle, so several of them on one GPU
 finish sooner (bench/results/gpu_suite_2026-11-23_nvidia-h200-x2.md). Sharing must never
 turn an OOM into a flake, so each GPU is cut into SLOTS slots of equal memory (of the smallest
-visible GPU) and a test takes as many as its recorded peak GPU memory needs, with a margin for
-what the caching allocator does not count (CUDA context, library workspaces); its memory is
-then capped at those slots (tools/runner/process/memory_cap.py). A small test thus runs beside
-two large ones instead of holding half a GPU while a large one waits. Otherwise it takes
-every slot of its GPUs:
+visible GPU) and a test takes as many as its recorded peak GPU memory needs, with a margin; its
+memory is then capped at those slots (`cap_env`, which every process of the test applies:
+tools/runner/process/memory_cap.py). A small test thus runs beside two large ones instead of
+holding half a GPU while a large one waits. Otherwise it takes every slot of its GPUs:
 
   the target says it needs a whole GPU     TORCH_TEST_WHOLE_GPU=1 (torch_test whole_gpu = True)
-  no peak recorded for the target          TORCH_TEST_GPU_PEAK_MIB unset (e.g. never recorded,
-                                           or ranks of a launcher that reports none)
+  no peak recorded for the target          TORCH_TEST_GPU_PEAK_MIB unset (never measured yet)
   the peak needs every slot                peak * MARGIN + CONTEXT_MIB > GPU memory - one slot
 
-Peaks are recorded like durations: the runner prints the test's peak per GPU, its rank
-processes' included (tools/runner/process/gpu_peak.py), tools/update_test_times.py writes
-GPU_PEAK_MIB
-in tools/test_times.bzl, and tools/build_defs/recorded.bzl hands each GPU target its own.
-TORCH_TEST_SLOTS_PER_GPU=N (e.g. --test_env) overrides: every test not declared whole then
-takes one of N slots, whatever its memory.
+Peaks are recorded like durations: the runner measures the test's process tree from outside
+(tools/runner/gpu_watch.py) into the shard's record, tools/update_test_times.py writes
+GPU_PEAK_MIB in tools/test_times.bzl, and tools/build_defs/recorded.bzl hands each GPU target
+its own. TORCH_TEST_SLOTS_PER_GPU=N (e.g. --test_env) overrides: every test not declared whole
+then takes one of N slots, whatever its memory.
+
+A request for whole GPUs is patient (tools/runner/gpu_lease.py): for at most its own expected
+run time (`patience`) it reserves nothing, so shared tests keep running beside what is on its
+GPUs (draining them idles their other slots for as long as the longest test on them runs), and
+then it reserves them. So it never waits on shared tests longer than it will itself hold the
+GPUs, however many keep coming.
 """
 
 import dataclasses
@@ -33,12 +36,14 @@ from tools.hardware import envvars, probe
 # tests asked for 36 slots of 32 although their memory fits at once (49 of 64 at ~5 GiB), and
 # 4-GPU tests waited for slots (bench/results/multi_gpu_before_after_2026-11-26_nvidia-h100-x4.md).
 DEFAULT_SLOTS = 16
+# Room for what lives between two samples of the peak (tools/runner/gpu_watch.py), and, as the
+# cap holds only the caching allocator, for CUDA contexts and library workspaces beside it.
 MARGIN = 1.25
 CONTEXT_MIB = 1024
-# The part of its wait a whole-GPU request lets shared ones (measured peaks) pass it before it
-# reserves its GPUs as the head of the queue (tools/runner/gpu_lease.py, patience): draining a
-# GPU for a whole-GPU test idles the GPU's other slots for as long as the longest test on it.
+# A whole-GPU request's patience is at most this part of its wait, and at most its expected run
+# time: its recorded seconds, else this share of its timeout (a target not yet recorded).
 WHOLE_PATIENCE = 0.5
+UNRECORDED_SHARE = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,37 +51,66 @@ class Decision:
     slots_per_gpu: int  # slots of every GPU on this host (the same for every test)
     slots_each: int  # slots this test takes on each of its GPUs
     reason: str
+    expected_s: float | None = None  # this shard's expected run time, if anything tells
 
     @property
     def shared(self) -> bool:
         return self.slots_each < self.slots_per_gpu
 
+    @property
+    def fraction(self) -> float:
+        """The part of each of its GPUs this test holds."""
+        return self.slots_each / self.slots_per_gpu
+
+    def cap_env(self) -> dict[str, str]:
+        """What the test's processes need to cap their GPU memory at its share (memory_cap.py)."""
+        return {envvars.GPU_MEMORY_FRACTION: f"{self.fraction:.4f}"} if self.shared else {}
+
     def patience(self, wait: float) -> float:
         """Seconds of a `wait`-second lease during which this request reserves nothing."""
-        return 0.0 if self.shared else wait * WHOLE_PATIENCE
+        if self.shared:
+            return 0.0
+        expected = UNRECORDED_SHARE * wait if self.expected_s is None else self.expected_s
+        return min(WHOLE_PATIENCE * wait, expected)
+
+
+def expected_seconds(env) -> float | None:
+    """This shard's expected run time: its target's recorded seconds (TORCH_TEST_DURATIONS),
+    an even share per shard as tools/runner/session/sharding.py packs them; else a share of
+    its timeout (TEST_TIMEOUT); None if neither is set."""
+    durations = envvars.decode(env.get(envvars.DURATIONS) or "{}")
+    if durations:
+        shards = max(1, int(env.get("TEST_TOTAL_SHARDS") or 1))
+        return sum(map(float, durations.values())) / shards
+    timeout = env.get("TEST_TIMEOUT")
+    return UNRECORDED_SHARE * float(timeout) if timeout else None
 
 
 def decide(env, memory_mib: Callable[[], int | None] = probe.gpu_memory_mib) -> Decision:
     """The sharing decision; asks for the GPU memory (an nvidia-smi call) only when it matters."""
+    slots, each, reason = _slots(env, memory_mib)
+    return Decision(slots, each, reason, expected_seconds(env))
+
+
+def _slots(env, memory_mib: Callable[[], int | None]) -> tuple[int, int, str]:
+    """(slots per GPU, slots this test takes on each, why)."""
     explicit = env.get(envvars.SLOTS_PER_GPU)
     slots = int(explicit) if explicit else DEFAULT_SLOTS
     if slots < 1:
         raise ValueError(f"{envvars.SLOTS_PER_GPU}={explicit}: must be >= 1")
     if env.get(envvars.WHOLE_GPU) == "1":
-        return Decision(slots, slots, f"the target needs whole GPUs ({envvars.WHOLE_GPU}=1)")
+        return slots, slots, f"the target needs whole GPUs ({envvars.WHOLE_GPU}=1)"
     if explicit:
-        return Decision(slots, 1, f"{envvars.SLOTS_PER_GPU}={explicit}")
+        return slots, 1, f"{envvars.SLOTS_PER_GPU}={explicit}"
     peak = env.get(envvars.GPU_PEAK_MIB)
     if not peak:
-        return Decision(slots, slots, "no peak GPU memory recorded for this target")
+        return slots, slots, "no peak GPU memory recorded for this target"
     memory = memory_mib()
     if not memory:
-        return Decision(slots, slots, "GPU memory unknown")
+        return slots, slots, "GPU memory unknown"
     need = int(peak) * MARGIN + CONTEXT_MIB
     slot = memory / slots
     each = math.ceil(need / slot)
     if each >= slots:
-        return Decision(slots, slots, f"needs ~{need:.0f} MiB, every slot of {memory} MiB")
-    return Decision(
-        slots, each, f"needs ~{need:.0f} MiB: {each} of {slots} slots of {slot:.0f} MiB"
-    )
+        return slots, slots, f"needs ~{need:.0f} MiB, every slot of {memory} MiB"
+    return slots, each, f"needs ~{need:.0f} MiB: {each} of {slots} slots of {slot:.0f} MiB"

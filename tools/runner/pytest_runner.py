@@ -4,15 +4,15 @@
 
 The runner is three kinds of process, each code in its own folder:
   this one (tools/runner/)       directories, the GPU lease, the deadline, the test process's
-                                 environment (composed here, in `child_env`, and nowhere else);
-                                 then the verdict: completion.py holds the tests' ledger
-                                 against the source's inventory
+                                 environment (composed here, in `child_env`, and nowhere else),
+                                 the witness's socket; then the verdict (verdict.py) and the
+                                 shard's record
   the test process and the       tools/runner/session/: `child.py --session` runs pytest with
   inventory's (session/)         the plugin (variant selection, outcome audit, declared
-                                 expectations, torch's decorators as markers, call checks) and
-                                 the ledger; `child.py --inventory` collects the sources apart
-                                 from the target's conftest, args and ini file
-  every test and rank process    tools/runner/process/: memory cap, GPU peak report, the one
+                                 expectations, torch's decorators as markers) and the ledger;
+                                 `child.py --inventory` collects the sources apart from the
+                                 target's conftest, args and ini file
+  every test and rank process    tools/runner/process/: the witness, memory cap, the one
   (process/)                     writer of os.environ, vec-ISA memo, parent-death signal
 
 Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
@@ -35,17 +35,20 @@ SIGTERM (Bazel's timeout) is forwarded to the test process, which dumps every th
 then interrupts the tests so the multi-process harness kills its ranks before it exits. GPUs:
 leased shared or whole as gpu_share.py decides from the target's recorded peak GPU memory.
 
-Inputs: a test process (or rank) that opens a file of the source tree its target does not
-declare fails the target, naming the file (process/read_audit.py).
-Outcomes: the target passes only if pytest passed, its ledger shows every selected test
-finished, and every case the inventory holds for this variant finished, went to another shard
-or was left out by the user's own filter (completion.py); no test selected in the whole target
+Inputs: the runner and every process it starts see the source tree as the target's declared
+inputs alone, a mount namespace of its own (source_view.py): an undeclared file is not there.
+Outcomes: the runner judges every case the inventory holds for this variant by what its
+witness saw the case do (witness.py here, process/witness.py in the test's processes;
+verdict.py), whatever pytest reports; the target passes only where that judgement is green and
+pytest's session ended with status 0 (completion.py). No test selected in the whole target
 fails; an empty shard of a non-empty target passes; hardware the variant needs but the host
-lacks fails with a message. Outside `bazel test` (e.g. `bazel run`), extra arguments go
-straight to pytest, except options that keep tests from running (refused_options.py).
+lacks fails with a message. The shard's typed record (tools/results/record.py) goes into
+test.xml. Outside `bazel test` (e.g. `bazel run`), extra arguments go straight to pytest,
+except options that keep tests from running (refused_options.py).
 """
 
 import contextlib
+import json
 import os
 import pathlib
 import resource
@@ -53,18 +56,22 @@ import sys
 import time
 
 from tools.hardware import envvars, probe, variants
+from tools.results import record
 from tools.runner import (
     bytecode,
     collection,
     completion,
     gpu_lease,
     gpu_share,
+    gpu_watch,
     private_tmp,
     refused_options,
     shared_caches,
+    source_view,
+    verdict,
+    witness,
 )
-from tools.runner.process import read_audit
-from tools.runner.session import child, collection_record, test_filter
+from tools.runner.session import child, collection_record, expectations, test_filter
 
 
 def _configure_dirs(env, short: str) -> list[str]:
@@ -101,27 +108,24 @@ def _protocol_args(env) -> list[str]:
     return args + ["--durations=5"]
 
 
-def _report_resources(wall: float) -> None:
-    """One line for bench/ scripts: wall, CPU and peak RSS of this process and its children."""
+def _resources(wall: float) -> record.Resources:
+    """Wall, CPU and peak RSS of this process and its children (the record's, and one line
+    for people)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    used = record.Resources(
+        wall_s=round(wall, 1),
+        cpu_s=round(cpu, 1),
+        peak_rss_mib=round(own.ru_maxrss / 1024),
+        children_peak_rss_mib=round(kids.ru_maxrss / 1024),
+    )
     print(
-        f"torch_test resources: wall_s={wall:.1f} cpu_s={cpu:.1f} "
-        f"peak_rss_mib={own.ru_maxrss / 1024:.0f} "
-        f"children_peak_rss_mib={kids.ru_maxrss / 1024:.0f}",
+        f"torch_test resources: wall {used.wall_s} s, CPU {used.cpu_s} s, peak RSS "
+        f"{used.peak_rss_mib} MiB (children {used.children_peak_rss_mib} MiB)",
         file=sys.stderr,
     )
-
-
-def _test_files(argv: list[str]) -> list[str]:
-    """The target's sources: the leading arguments, up to its first pytest option."""
-    files = []
-    for arg in argv:
-        if arg.startswith("-"):
-            break
-        files.append(arg)
-    return files
+    return used
 
 
 def _inventory_args(files: list[str], short: str) -> list[str]:
@@ -145,33 +149,85 @@ def _inventory_args(files: list[str], short: str) -> list[str]:
     ]
 
 
-def _run_checked(tests: list[str], env, ledger: str, check_args: list[str], short: str) -> int:
-    """Runs the tests beside the source's inventory; the target passes only if every case the
-    inventory holds for this variant ran or was left out on purpose (completion.account), and
-    a sharded target's collection is stable (collection.py)."""
-    check = collection.Check([*child.COMMAND, child.INVENTORY], check_args, env, short)
+def _run_checked(
+    args: list[str], env, ledger: str, check_args: list[str], short: str, seen: witness.Witness
+) -> tuple[int, record.ShardRecord]:
+    """Runs the tests beside the source's inventory, then judges every case the inventory holds
+    for this variant by what the witness saw it do (verdict.py); a sharded target's collection
+    must be stable (collection.py). The target passes only where pytest's session ended with
+    status 0 and every case is green in the runner's own eyes."""
+    # An unsharded target's test process forks the inventory (one torch import for both); a
+    # sharded one's is a process of its own, with another hash seed (collection.py).
+    sharded = int(env.get("TEST_TOTAL_SHARDS", "1")) > 1
+    check = collection.Check(
+        [*child.COMMAND, child.INVENTORY], check_args, env, short, forked=not sharded
+    )
+    fork = [] if sharded else [child.FORK_INVENTORY, check.out, json.dumps(check_args)]
+    tests = [*child.COMMAND, child.SESSION, ledger, *fork, *args]
     try:
         result = completion.run_session(tests, env, ledger)
         found, why = check.inventory()
     finally:
         check.cancel()
+    events = seen.events()
     if found is None:
-        problems = [] if result else [why]  # a failed collection: the tests' own output says why
+        rec = record.ShardRecord()
+        # A failed collection: the tests' own output says why.
+        rec.problems = [] if result else [why]
     else:
-        problems = completion.account(ledger, found, variants.current_variant())
-        if int(env.get("TEST_TOTAL_SHARDS", "1")) > 1:
+        variant = variants.current_variant()
+        done = completion.Record(ledger)
+        rec = verdict.shard_record(
+            found, done.excused, events, _declared(env, variant), variant, os.getcwd()
+        )
+        rec.problems += _plugin_problems(events, done)
+        if sharded:
             status, unstable = check.stability(collection_record.record_path(ledger), found)
-            problems += [unstable] if status else []
+            rec.problems += [unstable] if status else []
+    rec.interrupted, rec.interrupted_stack = child.interrupted(ledger)
+    problems = verdict.problems(rec)
     if problems:
         shown = "\n  ".join(problems)
-        print(f"\ntorch_test: FAILED: the source's inventory:\n  {shown}", file=sys.stderr)
-    return result or (1 if problems else 0)
+        print(f"\ntorch_test: FAILED: what the runner saw:\n  {shown}", file=sys.stderr)
+    status = result or (1 if problems else 0)
+    rec.verdict = record.PASSED if status == 0 else record.FAILED
+    return status, rec
+
+
+def _declared(env, variant: str) -> list:
+    """The target's declared outcomes for this variant and torch release."""
+    source = env.get(envvars.EXPECTATIONS)
+    if not source:
+        return []
+    declared = env.get(envvars.DECLARED_VARIANTS)
+    names = envvars.decode(declared) if declared else list(variants.VARIANTS)
+    # The session refuses a broken file at collection, naming it; nothing is accepted here then.
+    try:
+        return expectations.applicable(expectations.load(source, names), variant)
+    except expectations.ExpectationError:
+        return []
+
+
+def _plugin_problems(events: list[dict], done: completion.Record) -> list[str]:
+    """Our pytest plugin places each case in its variant and judges skips: a session that ran
+    without it (disabled through an ini file's addopts, `-o addopts`, PYTEST_ADDOPTS or a
+    conftest's unregister) proves nothing."""
+    said = {ev.get("what") for ev in events if ev.get("e") == "plugin"}
+    missing = [what for what in ("configured", "placed") if what not in said]
+    if not missing or (not done.selected and "configured" in said):
+        return []
+    return [
+        f"the runner's pytest plugin ({refused_options.REQUIRED_PLUGINS[0]}) never "
+        f"{' or '.join(missing)} the tests: something switched it off (an ini file's addopts, "
+        "-o addopts, PYTEST_ADDOPTS, or a conftest)"
+    ]
 
 
 @contextlib.contextmanager
-def _gpus_for(variant: str, env, holder: str):
-    """Holds the GPUs the variant needs (none for cpu) while the tests run; yields the
-    environment the test needs to use them."""
+def _gpus_for(variant: str, env, holder: str, leased: list, watches: list):
+    """Holds the GPUs the variant needs (none for cpu) while the tests run and watches their
+    memory from outside the test (gpu_watch.py); yields the environment the test needs to use
+    them, and appends the lease's record to `leased`, the watch to `watches`."""
     need = variants.gpus_needed(variant)
     if not need:
         yield {}
@@ -195,6 +251,15 @@ def _gpus_for(variant: str, env, holder: str):
         env=env,
     ) as held:
         waited = time.time() - asked
+        leased.append(
+            record.Lease(
+                gpus=list(held.gpus),
+                wait_s=round(waited, 1),
+                shared=share.shared,
+                reason=share.reason,
+                share=share.fraction,
+            )
+        )
         how = "shared" if share.shared else "whole"
         # A long wait of a whole-GPU test is its patience, not a stuck lease (gpu_lease.py).
         patient = f"; let shared tests pass for up to {patience:.0f} s" if patience else ""
@@ -203,7 +268,13 @@ def _gpus_for(variant: str, env, holder: str):
             f"({how}: {share.reason}{patient})",
             file=sys.stderr,
         )
-        yield {**held.env, **probe.exported_env()}
+        with gpu_watch.watch(held.gpus, whole=not share.shared) as watched:
+            watches.append(watched)  # its peak is set when the block ends
+            yield {**held.env, **share.cap_env(), **probe.exported_env()}
+        print(
+            f"torch_test gpu memory: peak {watched.peak_mib} MiB per GPU ({watched.how})",
+            file=sys.stderr,
+        )
 
 
 def _infrastructure_failure(env, message: str) -> None:
@@ -231,6 +302,13 @@ def run(argv: list[str], env=os.environ) -> int:
         print(refused_options.message(refused, argv[0]), file=sys.stderr)
         return 2
     started = time.time()
+    # Before any process or thread starts: from here on the source tree holds only the
+    # target's declared inputs, for this process and every process it starts (source_view.py).
+    try:
+        source_view.enter(env)
+    except source_view.SourceViewError as error:
+        print(f"torch_test: FAILED: {error}", file=sys.stderr)
+        return 1
     # The test's environment: composed here, from what each part returns, and nowhere else.
     child_env = {**env, **deadline_env(env, started)}
     if env.get("TEST_SHARD_STATUS_FILE"):
@@ -245,25 +323,28 @@ def run(argv: list[str], env=os.environ) -> int:
     with private_tmp.private_tmp() as short:
         args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
         ledger = os.path.join(short, "ledger")
-        # The runner's, whatever the test's environment says (process/read_audit.py).
-        child_env[envvars.READ_AUDIT] = os.path.join(short, "undeclared_reads")
-        tests = [*child.COMMAND, child.SESSION, ledger, *args]
+        seen = witness.Witness(short)  # bound before any test process starts
+        child_env[envvars.WITNESS] = seen.address
         holder = env.get("TEST_TARGET", argv[0])
-        check_args = _inventory_args(_test_files(argv), short)
+        check_args = _inventory_args(child.sources(argv), short)
+        leased: list[record.Lease] = []
+        watches: list[gpu_watch.Watched] = []
+        variant = variants.current_variant()
         try:
-            with _gpus_for(variants.current_variant(), child_env, holder) as gpu_env:
+            with _gpus_for(variant, child_env, holder, leased, watches) as gpu_env:
                 child_env.update(gpu_env)
-                result = _run_checked(tests, child_env, ledger, check_args, short)
-            undeclared = read_audit.recorded(child_env[envvars.READ_AUDIT])
-            if undeclared:
-                print(f"\ntorch_test: FAILED: {read_audit.message(undeclared)}", file=sys.stderr)
-                result = result or 1
+                result, rec = _run_checked(args, child_env, ledger, check_args, short, seen)
         except gpu_lease.LeaseError as error:
             message = f"GPU lease failed: {error}"
             print(message, file=sys.stderr)
             _infrastructure_failure(env, message)
             return 1
-    _report_resources(time.time() - started)
+    rec.lease = leased[0] if leased else None
+    rec.gpu_peak_mib = watches[0].peak_mib if watches else None
+    rec.verdict = record.PASSED if result == 0 else record.FAILED
+    rec.resources = _resources(time.time() - started)
+    if env.get("XML_OUTPUT_FILE"):
+        record.write(env["XML_OUTPUT_FILE"], rec, env.get("TEST_TARGET", "pytest"))
     if premature:
         pathlib.Path(premature).unlink(missing_ok=True)
     return result

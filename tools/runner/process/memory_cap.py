@@ -1,4 +1,8 @@
-"""Keeps a test process within the share of its GPUs that the lease gave it."""
+"""Keeps a test process within the share of its GPUs that it leased.
+
+The one part of GPU memory's policy inside the test's processes: their peak is measured from
+outside, by the runner (tools/runner/gpu_watch.py).
+"""
 
 import os
 
@@ -6,11 +10,11 @@ from tools.hardware import envvars
 
 
 def cap_gpu_memory() -> None:
-    """Caps this process's GPU memory at envvars.GPU_MEMORY_FRACTION, if the lease set one.
+    """Caps this process's GPU memory at envvars.GPU_MEMORY_FRACTION, if the runner set one.
 
-    tools/runner/gpu_lease.py exports the share when the test holds part of its GPUs. The cap is
-    queued for CUDA's lazy initialisation, so a process that never touches CUDA (e.g. the
-    parent of rank processes) creates no CUDA context for it.
+    The runner exports the share when the test holds part of its GPUs (tools/runner/gpu_share.py
+    `cap_env`). The cap is queued for CUDA's lazy initialisation, so a process that never
+    touches CUDA (e.g. the parent of rank processes) creates no CUDA context for it.
     """
     fraction = os.environ.get(envvars.GPU_MEMORY_FRACTION)
     if not fraction:

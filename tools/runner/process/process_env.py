@@ -16,9 +16,14 @@ import os
 from collections.abc import Mapping
 
 
-def export(added: Mapping[str, str]) -> None:
-    """Adds `added` to this process's environment, for the processes it starts from now on."""
-    os.environ.update(added)
+def export(added: Mapping[str, str | None]) -> None:
+    """Adds `added` to this process's environment, for the processes it starts from now on; a
+    value None removes its name."""
+    for name, value in added.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def adopt(env: Mapping[str, str]) -> None:

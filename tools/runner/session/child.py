@@ -1,6 +1,8 @@
 """The test process: pytest on the target's sources, or the inventory of them, run by the runner.
 
     python -m tools.runner.session.child --session LEDGER PYTEST_ARGS...
+    python -m tools.runner.session.child --session LEDGER --fork-inventory OUT ARGS_JSON \
+        PYTEST_ARGS...
     python -m tools.runner.session.child --inventory OUT PYTEST_ARGS...
 
 --session runs the tests, with the ledger (ledger.py), shard and node-id selection and the
@@ -8,25 +10,49 @@ thread budget as plugins; it dies with the runner, dumps every thread's stack on
 timeout SIGTERM, then interrupts the tests so the multi-process harness kills its ranks.
 --inventory collects the sources apart from the tests' own configuration and runs nothing
 (inventory.py). The runner (tools/runner/pytest_runner.py) judges what both leave behind.
+
+--fork-inventory: one torch import serves both. The test process imports pytest and torch (where
+the sources import it or the test library), nothing of the target's yet, then forks the
+inventory: the fork has loaded
+no conftest, plugin, argument or test module of the target, so what it collects is as
+independent of the tests' configuration as a process of its own, for the price of none. The
+runner asks for it where it needs no other hash seed than the tests' (an unsharded target: the
+shards' stability check compares two seeds, tools/runner/collection.py).
 """
 
 import faulthandler
+import importlib.util
+import json
 import os
 import signal
 import sys
 import time
 
-from tools.hardware import envvars, variants
-from tools.runner.process import descendants, gpu_peak, lifetime, process_env, read_audit
+from tools.hardware import variants
+from tools.runner.process import descendants, lifetime, process_env, witness
 from tools.runner.session import collection_record, node_ids, threads
 from tools.runner.session import ledger as ledger_plugin
 
 COMMAND = [sys.executable, "-m", "tools.runner.session.child"]
-SESSION, INVENTORY = "--session", "--inventory"
+SESSION, INVENTORY, FORK_INVENTORY = "--session", "--inventory", "--fork-inventory"
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
 
 
-def _install_sigterm_handler() -> None:
+def interrupted(ledger: str) -> tuple[str | None, str | None]:
+    """(node id of the test that was running, every thread's stack) of a session that Bazel's
+    timeout interrupted, as the test process left them beside its ledger; else (None, None)."""
+    try:
+        with open(ledger + _INTERRUPTED) as f:
+            running, _, stacks = f.read().partition("\n")
+    except FileNotFoundError:
+        return None, None
+    return running or None, stacks
+
+
+_INTERRUPTED = ".interrupted"
+
+
+def _install_sigterm_handler(ledger: str) -> None:
     # pytest captures fd 2 while a test runs; the dump must reach the real test log.
     log = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
     first_at = []
@@ -44,6 +70,11 @@ def _install_sigterm_handler() -> None:
         where = f" while running {running}" if running else ""
         print(f"\n*** SIGTERM (Bazel timeout?){where}: stacks of all threads ***", file=log)
         faulthandler.dump_traceback(file=log, all_threads=True)
+        # The same for the runner's record (tools/results/record.py), which no log is read for.
+        with open(ledger + _INTERRUPTED, "w") as record:
+            record.write((running or "") + "\n")
+            record.flush()
+            faulthandler.dump_traceback(file=record, all_threads=True)
         raise KeyboardInterrupt("SIGTERM")
 
     signal.signal(signal.SIGTERM, on_sigterm)
@@ -64,15 +95,15 @@ def _exit_code(code: int, selector, env) -> int:
 
 def session(ledger: str, args: list[str], env=os.environ) -> int:
     """The child: runs pytest on `args`, recording its progress in `ledger`."""
-    read_audit.install(env)  # first: pytest's own start and conftests read files too
     descendants.export(env)  # the Python processes the tests start check themselves too
+    witness.install_session(env)  # before pytest starts: what each test body does
     import pytest
 
     from tools.runner.session import sharding
 
     lifetime.die_with_parent(signal.SIGTERM)
     faulthandler.enable()
-    _install_sigterm_handler()
+    _install_sigterm_handler(ledger)
     selector = sharding.ShardSelector.from_env(env)
     # Before torch's import; cases with recorded seconds budget for the tests expected beside them.
     budget = threads.ThreadBudget.start(
@@ -85,8 +116,96 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     if selector.total > 1:
         plugins.append(collection_record.recorder(collection_record.record_path(ledger)))
     code = pytest.main(args, plugins=plugins)
-    gpu_peak.report_peak(descendants=env.get(envvars.DESCENDANT_PEAKS))
     return _exit_code(code, selector, env)
+
+
+def inventory_env(env, workdir: str) -> dict[str, str]:
+    """What the inventory's process changes of the tests' environment: nothing the target
+    configures reaches it (no user options), another TMPDIR (ids built from the process's
+    temporary directory differ between shards, each of which has its own), and one OpenMP
+    thread (it runs no test; a thread per core only spins while torch imports: bench/scale.py
+    --breakdown; bench/results/scale_2026-11-26_nvidia-h100-x1.md)."""
+    tmp = os.path.join(workdir, "inventory_tmp")
+    os.makedirs(tmp, exist_ok=True)
+    changed = {k: None for k in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS") if k in env}
+    return {**changed, "TMPDIR": tmp, "OMP_NUM_THREADS": "1"}
+
+
+def _imports_torch(files: list[str]) -> bool:
+    """Whether a source imports torch, or the test library (which does), at its top level or
+    anywhere: what decides that preloading torch saves its second import rather than adding
+    one (a host interpreter has torch for every target)."""
+    import ast
+
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                tree = ast.parse(f.read())
+        except (OSError, SyntaxError, ValueError):
+            continue  # the session's own collection says what is wrong with it
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(n.split(".")[0] in _TORCH_IMPORTERS for n in names):
+                return True
+    return False
+
+
+# Top-level packages whose import imports torch: torch's, and the test library's.
+_TORCH_IMPORTERS = ("torch", "test_utils")
+
+
+def _preload(files: list[str]) -> None:
+    """pytest, and torch where the sources import it, imported before the fork, once for
+    both processes."""
+    import pytest  # noqa: F401
+
+    if not _imports_torch(files) or importlib.util.find_spec("torch") is None:
+        return
+    # One OpenMP thread while torch loads (the inventory's); the session's budget sets its own.
+    with process_env.while_starting("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1")):
+        try:
+            import torch  # noqa: F401
+        except Exception:  # the tests' own import says why, where they import it
+            pass
+
+
+def sources(argv: list[str]) -> list[str]:
+    """The target's sources: the leading arguments, up to the first option (the runner's and
+    the inventory's command lines both begin with them)."""
+    files = []
+    for arg in argv:
+        if arg.startswith("-"):
+            break
+        files.append(arg)
+    return files
+
+
+def fork_inventory(out: str, args: list[str], workdir: str) -> int:
+    """Forks the inventory's process (`inventory`); returns its pid. It dies with the test
+    process, whose end the runner judges first."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 70
+    try:
+        lifetime.die_with_parent(signal.SIGKILL)
+        process_env.export(inventory_env(os.environ, workdir))
+        import tempfile
+
+        tempfile.tempdir = None  # taken anew from TMPDIR
+        log = os.open(os.path.join(workdir, "inventory.log"), os.O_WRONLY | os.O_CREAT, 0o600)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        code = inventory(out, args)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def _collection_record(ledger: str) -> str:
@@ -104,11 +223,20 @@ def inventory(out: str, args: list[str]) -> int:
     from tools.runner.session import inventory as source_inventory
     from tools.runner.session import plugin
 
-    recorder = source_inventory.recorder(out, lambda item: plugin.requirements(item).variant)
+    recorder = source_inventory.recorder(
+        out, lambda item: plugin.requirements(item).variant, plugin.not_applicable
+    )
     return int(pytest.main(args, plugins=[recorder]))
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) >= 5 and argv[0] == SESSION and argv[2] == FORK_INVENTORY:
+        ledger, out, inventory_args = argv[1], argv[3], json.loads(argv[4])
+        _preload(sources(inventory_args))
+        pid = fork_inventory(out, inventory_args, os.path.dirname(out))
+        code = session(ledger, argv[5:])
+        os.waitpid(pid, 0)  # the runner reads what it wrote once this process has ended
+        return code
     if len(argv) >= 2 and argv[0] == SESSION:
         return session(argv[1], argv[2:])
     if len(argv) >= 2 and argv[0] == INVENTORY:

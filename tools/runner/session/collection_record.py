@@ -17,13 +17,21 @@ def _stable_repr(value) -> str:
     return _ADDRESS.sub("0x?", repr(value))[:_REPR_LIMIT]
 
 
+def case_key(item) -> str:
+    """How the runner keys a case: its source's absolute path, then pytest's id within it
+    (`/.../dir/test_x.py::T::test_a[p]`). Not pytest's node id, which is relative to a rootdir
+    a target's ini file can move; not the file's name, which two files of a packed target
+    can share."""
+    return f"{item.path}::{item.nodeid.partition('::')[2]}"
+
+
 def describe(items) -> dict[str, dict[str, str]]:
-    """node id -> {parameter: repr} of collected items (empty for unparametrized ones)."""
+    """case key -> {parameter: repr} of collected items (empty for unparametrized ones)."""
     described = {}
     for item in items:
         callspec = getattr(item, "callspec", None)
         params = callspec.params if callspec else {}
-        described[item.nodeid] = {k: _stable_repr(v) for k, v in sorted(params.items())}
+        described[case_key(item)] = {k: _stable_repr(v) for k, v in sorted(params.items())}
     return described
 
 

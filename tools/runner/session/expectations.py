@@ -10,16 +10,27 @@
     count = 3                                  # required for a pattern: how many tests it names
     torch = ["2.13", "2.14"]                   # optional: release keys (releases.py)
     variants = ["cpu"]                         # optional: only in these variants
+    proposed = true                            # written by tools/add_test.py: refused (below)
+    teardown = "RuntimeError: Cannot clear callbacks"  # optional, a fail's: its teardown error
 
 A declaration says what it accepts, so that it cannot also accept what it was not written for:
-- `match` is a regular expression, searched in a skip's reason; for a fail it is matched from
-  the start of `ExceptionType: message` and must begin with the type (`AssertionError: Lists
-  differ`), so a new ImportError is not the assertion that was declared. A pattern that matches
-  the empty string (`""`, `.*`, `x?`) matches every text and is refused, as is a fail's message
-  part that does.
+- `match` is literal text, never a regular expression. A skip's `match` must occur in the
+  skip's reason. A fail's `match` is `Type: message-prefix`: the failure reads
+  `QualifiedType: message` (failure_text; builtins have no module: `AssertionError: Lists
+  differ`), its type must be the entry's Type (written bare, `Unsupported`, or qualified,
+  `torch._dynamo.exc.Unsupported`), and its message must start with the entry's prefix, so a
+  new ImportError is not the assertion that was declared.
+- A skip's literal and a fail's message prefix hold at least MIN_LITERAL characters that are
+  not whitespace; a shorter one would accept failures it was not written for and is refused.
 - An fnmatch pattern names as many tests as its `count`; when it comes to cover more or fewer
   (a new test whose name fits), the entry is stale.
+- A fail declares the case's first failure, in whichever phase; a teardown error after it (a
+  callback registry left dirty by the failed call, say) is declared by `teardown`, in the same
+  `Type: message-prefix` form, and fails the case where it is not.
 - `reason` is the author's word, shown beside the text that matched (log and JUnit property).
+- `proposed = true` marks an entry tools/add_test.py wrote from what it measured (a failure on
+  this torch): the file is refused, naming the entry, until a person confirms it by removing
+  that line, so no measured failure is accepted without someone deciding to.
 
 The torch_test macro puts the file in the targets' runfiles and its path in ENV. Tests are named
 by their pytest node id without the file's directories (`test_x.py::...`), so the file reads the
@@ -34,6 +45,7 @@ import re
 import tomllib
 
 from tools.hardware import envvars
+from tools.runner.process import witness
 from tools.runner.session import releases
 
 ENV = envvars.EXPECTATIONS
@@ -42,10 +54,28 @@ OUTCOMES = ("skip", "fail")
 # declaration, and the text of the outcome that its match accepted.
 DECLARED_PROPERTY = "torch_test.declared"
 MATCHED_PROPERTY = "torch_test.declared_match"
-_KEYS = ("test", "outcome", "reason", "match", "count", "torch", "variants")
-# A fail's match starts with the exception's type name, then ": ".
+_KEYS = (
+    "test",
+    "outcome",
+    "reason",
+    "match",
+    "count",
+    "torch",
+    "variants",
+    "proposed",
+    "teardown",
+)
 _PATTERN = re.compile(r"[*?]")  # wildcards: a pattern (brackets alone: a parametrized id)
-_FAIL_MATCH = re.compile(r"([A-Za-z_]\w*): (.*)", re.S)
+# Enough text that a declaration names its failure and not any other of that type.
+MIN_LITERAL = 8
+_TYPE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_SEPARATOR = ": "  # between a failure's type and its message
+_FAIL_FORM = (
+    "a fail's match is literal text `Type: message-prefix`: the exception type as the log shows "
+    "it (bare, `Unsupported`, or qualified, `torch._dynamo.exc.Unsupported`; builtins bare, "
+    "`AssertionError`), then ': ' and the start of its message, e.g. "
+    "'AssertionError: Lists differ'"
+)
 
 
 class ExpectationError(Exception):
@@ -62,17 +92,25 @@ class Entry:
     count: int | None = None
     torch: tuple[str, ...] | None = None
     variants: tuple[str, ...] | None = None
+    teardown: str | None = None  # a fail's teardown error after the declared failure
 
     def __str__(self) -> str:
         return f"[[expect]] #{self.index} (test = {self.test!r}, outcome = {self.outcome!r})"
 
     def matched(self, text: str) -> str | None:
-        """The part of `text` (a skip's reason; a failure's `Type: message`) the entry accepts."""
-        if self.outcome == "fail":
-            found = re.match(self.match, text)
-        else:
-            found = re.search(self.match, text)
-        return found.group(0) if found else None
+        """The part of `text` (a skip's reason; a failure's failure_text) the entry accepts."""
+        if self.outcome != "fail":
+            return self.match if self.match in text else None
+        return _prefix_matched(self.match, text)
+
+    def teardown_matched(self, text: str) -> str | None:
+        """The part of a teardown's failure_text its `teardown` accepts, after the failure the
+        entry declares; None where it declares none or another."""
+        return _prefix_matched(self.teardown, text) if self.teardown else None
+
+    def mismatch(self, text: str) -> str | None:
+        """Why a fail's entry does not accept the failure_text `text`; None when it does."""
+        return _mismatch(self.match, text)
 
     @property
     def property_value(self) -> str:
@@ -105,13 +143,21 @@ def _entry(path: str, index: int, raw: dict, variants) -> Entry:
     for key in ("test", "outcome", "reason"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise bad(f"{key} is required (a non-empty string)")
+    proposed = raw.get("proposed", False)
+    if not isinstance(proposed, bool):
+        raise bad(f"proposed must be true or false, got {proposed!r}")
+    if proposed:
+        raise bad(
+            f"a proposed entry (test = {raw['test']!r}, outcome = {raw['outcome']!r}, match = "
+            f"{raw.get('match')!r}): confirm it by removing proposed = true"
+        )
     if raw["outcome"] not in OUTCOMES:
         raise bad(f"outcome {raw['outcome']!r} is not one of {list(OUTCOMES)}")
     match = raw.get("match")
     if not isinstance(match, str):
         raise bad(
-            "match is required: what the skip's reason, or the failure's `Type: message`, must "
-            "say (a regular expression)"
+            "match is required: literal text that the skip's reason contains, or, for a fail, "
+            "`Type: message-prefix`"
         )
     _check_match(match, raw["outcome"], bad)
     count = raw.get("count")
@@ -129,31 +175,75 @@ def _entry(path: str, index: int, raw: dict, variants) -> Entry:
     unknown = sorted(set(named or ()) - set(variants))
     if unknown:
         raise bad(f"variants {unknown} are not among this source's variants {sorted(variants)}")
-    return Entry(index, raw["test"], raw["outcome"], raw["reason"], match, count, torch, named)
+    teardown = raw.get("teardown")
+    if teardown is not None:
+        if raw["outcome"] != "fail" or not isinstance(teardown, str):
+            raise bad("teardown is a fail's: `Type: message-prefix` of the teardown error")
+        _check_match(teardown, "fail", bad)
+    return Entry(
+        index, raw["test"], raw["outcome"], raw["reason"], match, count, torch, named, teardown
+    )
 
 
 def _check_match(match: str, outcome: str, bad) -> None:
-    """Refuses a match that would accept any text (for a fail: any message of its type)."""
-    try:
-        pattern = re.compile(match)
-    except re.error as error:
-        raise bad(f"match {match!r} is not a regular expression: {error}") from error
-    if pattern.search("") is not None:
-        raise bad(f"match {match!r} matches the empty string, so it would accept any text")
-    if outcome != "fail":
-        return
-    parts = _FAIL_MATCH.fullmatch(match)
-    if not parts:
+    """Refuses a match too short to name one outcome, or a fail's not in `Type: prefix` form."""
+    literal = match
+    if outcome == "fail":
+        declared, separator, literal = match.partition(_SEPARATOR)
+        if not separator or not _TYPE_NAME.fullmatch(declared):
+            raise bad(f"match {match!r}: {_FAIL_FORM}")
+    shown = "its message prefix" if outcome == "fail" else "it"
+    if len("".join(literal.split())) < MIN_LITERAL:
         raise bad(
-            f"match {match!r}: a fail's match starts with the exception type, then ': ' and the "
-            "message, e.g. 'AssertionError: Lists differ'"
+            f"match {match!r}: {shown} holds fewer than {MIN_LITERAL} characters besides "
+            "whitespace, so it could accept outcomes it was not written for: copy more of the "
+            + ("failure's message from its start" if outcome == "fail" else "skip's reason")
+            + " as the log shows it (literal text, not a regular expression)"
         )
+
+
+def _prefix_matched(match: str, text: str) -> str | None:
+    """The `Type: prefix` part of the failure_text `text` that `match` accepts, or None."""
+    if _mismatch(match, text) is not None:
+        return None
+    kind = text.partition(_SEPARATOR)[0]
+    return text[: len(kind) + len(_SEPARATOR) + len(match.partition(_SEPARATOR)[2])]
+
+
+def _mismatch(match: str, text: str) -> str | None:
+    """Why `match` (`Type: prefix`) does not accept the failure_text `text`; None when it does."""
+    kind, _, message = text.partition(_SEPARATOR)
+    declared, _, prefix = match.partition(_SEPARATOR)
+    if not _same_type(declared, kind):
+        spellings = {repr(kind.rsplit(".", 1)[-1])}
+        if _TYPE_NAME.fullmatch(kind):  # not a class defined in a function (<locals>)
+            spellings.add(repr(kind))
+        return (
+            f"its type is {kind}, not the entry's {declared} (an entry names this type as "
+            + " or ".join(sorted(spellings, key=len))
+            + ")"
+        )
+    if not message.startswith(prefix):
+        return f"the failure's message does not start with {prefix!r}: {message[:200]!r}"
+    return None
+
+
+def _same_type(declared: str, kind: str) -> bool:
+    """`declared` names the qualified type `kind`: in full, by its last component, or as
+    builtins.X for a builtin (which failure_text writes bare)."""
+    return declared in (kind, kind.rsplit(".", 1)[-1]) or (
+        "." not in kind and declared == f"builtins.{kind}"
+    )
+
+
+def failure_text(exc: BaseException) -> str:
+    """`QualifiedType: message` of `exc`, what a fail's match is held against; a builtin's type
+    has no module (`AssertionError: ...`), as the runner's witness names it."""
     try:
-        message = re.compile(parts.group(2))
-    except re.error as error:
-        raise bad(f"match {match!r}: its message part is no regular expression: {error}") from error
-    if message.match("") is not None:
-        raise bad(f"match {match!r}: its message part matches any message")
+        message = str(exc)
+    except Exception as error:  # a broken __str__ must not hide the failure
+        message = f"<str() raised {type(error).__name__}>"
+    return f"{witness.type_name(type(exc))}{_SEPARATOR}{message}"
 
 
 def _strings(raw: dict, key: str, bad) -> tuple[str, ...] | None:

@@ -8,20 +8,23 @@ beside the tests, `run` below (pytest_runner.py --inventory), which never loads 
 (--noconftest), nor the target's args, ini file or plugins, and writes:
 
   items        every case pytest collects from the source under these fixed conditions, by
-               local id (`test_x.py::Class::test_y[param]`), with its variant (the plugin's
-               markers, torch's decorators adapted as in the tests) and its parameters' reprs
-               (the shards' stability check, tools/runner/collection.py);
+               case key (`/.../dir/test_x.py::Class::test_y[param]`:
+               collection_record.case_key), with its variant (the plugin's markers, torch's
+               decorators adapted as in the tests), its parameters' reprs (the shards'
+               stability check, tools/runner/collection.py), whether it expects to fail (an
+               xfail marker, unittest.expectedFailure) and whether it is not applicable to the
+               hardware table;
   uncollected  every test-named thing the modules define that yields no case: module
                functions named test*, methods test* of classes named Test* (pytest's defaults)
                and what unittest's loader runs (`load_tests` included); a class that says
                `__test__ = False` in its own body is abstract on purpose and not counted.
 
-The runner then holds the tests' ledger against it (tools/runner/completion.py `account`): a
-case of the target's variant that neither reported an outcome, nor went to another shard, nor
-was left out by the user's own filter (-k, --test_filter, node ids) fails the target as
-"defined but never ran", and anything uncollected fails every target of the source. One rule,
-so a new way to hide a test (an inherited `__test__ = False`, an `__init__`, a conftest's
-selection, a silenced warning) is caught without a check of its own.
+The runner then judges each case of the target's variant by what its witness saw the case do
+(tools/runner/verdict.py): a case that neither ran, nor went to another shard, nor was left out
+by the user's own filter (-k, --test_filter, node ids) fails the target as "defined but never
+ran", and anything uncollected fails every target of the source. One rule, so a new way to hide
+a test (an inherited `__test__ = False`, an `__init__`, a conftest's selection, a silenced
+warning) is caught without a check of its own.
 """
 
 import json
@@ -36,23 +39,21 @@ _TEST_PREFIX = "test"
 _CLASS_PREFIX = "Test"
 
 
-def local_id(nodeid: str) -> str:
-    """`test_x.py::T::test_a[p]` for `some/dir/test_x.py::T::test_a[p]`."""
-    path, sep, rest = nodeid.partition("::")
-    return path.rsplit("/", 1)[-1] + sep + rest
-
-
-def base_id(local: str) -> str:
-    """A case's id without its parameters: `test_x.py::T::test_a` for `...::test_a[p]`."""
-    return local.split("[", 1)[0]
+def base_id(case: str) -> str:
+    """A case's id without its parameters: `.../test_x.py::T::test_a` for `...::test_a[p]`.
+    Parameters are a bracketed tail of the last name; a name torch generates may hold brackets
+    of its own (`test_op_[aten::isreal]`), and a definition by that name is its own case."""
+    path, sep, name = case.partition("::")
+    return path + sep + name.split("[", 1)[0]
 
 
 def _abstract(cls) -> bool:
     return vars(cls).get("__test__", True) is False
 
 
-def definitions(module, file_name: str) -> dict[str, str]:
-    """{base id: what it is} for every test the module defines, whatever pytest collects."""
+def definitions(module, path: str) -> dict[str, str]:
+    """{case key without parameters: what it is} for every test the module at `path` defines,
+    whatever pytest collects."""
     found = {}
     for name, obj in list(vars(module).items()):
         if isinstance(obj, type):
@@ -62,18 +63,18 @@ def definitions(module, file_name: str) -> dict[str, str]:
                 continue
             for attr in dir(obj):
                 if attr.startswith(_TEST_PREFIX) and callable(getattr(obj, attr, None)):
-                    found[f"{file_name}::{name}::{attr}"] = f"method of class {name}"
+                    found[f"{path}::{name}::{attr}"] = f"method of class {name}"
         elif name.startswith(_TEST_PREFIX) and callable(obj):
             if getattr(obj, "__test__", True) is not False:
-                found[f"{file_name}::{name}"] = "function"
+                found[f"{path}::{name}"] = "function"
     for case in _unittest_cases(module):
         cls = type(case)
         method = getattr(case, "_testMethodName", None)
         if method is None or isinstance(case, unittest.FunctionTestCase):
             # a function, a doctest, a broken load_tests: unittest runs it, pytest has no case
-            found[f"{file_name}::{case.id()}"] = f"unittest {cls.__name__}"
+            found[f"{path}::{case.id()}"] = f"unittest {cls.__name__}"
         else:
-            found[f"{file_name}::{cls.__name__}::{method}"] = f"unittest.TestCase {cls.__name__}"
+            found[f"{path}::{cls.__name__}::{method}"] = f"unittest.TestCase {cls.__name__}"
     return found
 
 
@@ -103,17 +104,42 @@ class _Broken:
         return self._why
 
 
-def uncollected(defined: dict[str, str], collected: set[str]) -> list[str]:
-    """Definitions with no collected case, as lines naming each."""
-    have = {base_id(c) for c in collected}
-    return [f"{d} ({what})" for d, what in sorted(defined.items()) if d not in have]
+def uncollected(defined: dict[str, str], collected: set[str]) -> list[list[str]]:
+    """[case key, what it is] of each definition with no collected case."""
+    have = set(collected) | {base_id(c) for c in collected}
+    return [[d, what] for d, what in sorted(defined.items()) if d not in have]
 
 
-def recorder(out: str, variant_of):
+def expected_failure(item) -> dict | None:
+    """What the case expects of itself before it runs: {"raises": [type names] or None} for an
+    xfail marker (as pytest evaluates it) or unittest's expectedFailure; None otherwise. Read
+    here, apart from the target's conftest: a marker a conftest adds is no expectation."""
+    from _pytest.skipping import evaluate_xfail_marks
+
+    for obj in (getattr(item, "obj", None), getattr(item, "cls", None)):
+        if getattr(obj, "__unittest_expecting_failure__", False):
+            return {"raises": None}
+    try:
+        xfail = evaluate_xfail_marks(item)
+    except Exception:  # a condition that cannot be evaluated here expects nothing
+        return None
+    if xfail is None or not xfail.run:
+        return None  # run=False: its body never runs, which fails it
+    raises = xfail.raises
+    if raises is None:
+        return {"raises": None}
+    kinds = raises if isinstance(raises, tuple) else (raises,)
+    from tools.runner.process.witness import type_name
+
+    return {"raises": [type_name(k) for k in kinds if isinstance(k, type)]}
+
+
+def recorder(out: str, variant_of, not_applicable):
     """pytest plugin of the inventory process: records every case and definition, runs none.
 
-    `variant_of(item)` is the variant the session plugin placed the item in; it is read after
-    every collection hook ran, from the items as collected before any selection.
+    `variant_of(item)` is the variant the session plugin placed the item in, `not_applicable(
+    item)` why torch's decorators place it on hardware no variant offers (or None); both are
+    read after every collection hook ran, from the items as collected before any selection.
     """
     import pytest
 
@@ -126,7 +152,7 @@ def recorder(out: str, variant_of):
         def pytest_make_collect_report(self, collector):
             report = yield
             if isinstance(collector, pytest.Module) and report.passed:
-                self.modules[collector.path.name] = collector.obj
+                self.modules[str(collector.path)] = collector.obj
             elif isinstance(collector, pytest.Module) and report.failed:
                 self.error = f"{collector.nodeid}: {report.longreprtext[-3000:]}"
             return report
@@ -136,13 +162,18 @@ def recorder(out: str, variant_of):
             collected = list(items)
             result = yield
             described = collection_record.describe(collected)  # as the shards compare
-            cases = {
-                local_id(i.nodeid): {"variant": variant_of(i), "params": described[i.nodeid]}
-                for i in collected
-            }
+            cases = {}
+            for i in collected:
+                key = collection_record.case_key(i)
+                cases[key] = {
+                    "variant": variant_of(i),
+                    "params": described[key],
+                    "xfail": expected_failure(i),
+                    "not_applicable": not_applicable(i),
+                }
             defined = {}
-            for file_name, module in self.modules.items():
-                defined.update(definitions(module, file_name))
+            for path, module in self.modules.items():
+                defined.update(definitions(module, path))
             record = {
                 "items": cases,
                 "uncollected": uncollected(defined, set(cases)),

@@ -3,12 +3,14 @@
 One line per event, each one write(2) to an O_APPEND descriptor, so it is on disk however the
 process ends:
 
-    selected NODEID        each test chosen for this variant and shard (after -k and sharding)
-    elsewhere NODEID       a test the shard selection gave to another shard
-    filtered NODEID        a test the user's own filter left out (-k, -m, --deselect, node ids)
+    selected CASE          each test chosen for this variant and shard (after -k and sharding)
+    elsewhere CASE         a test the shard selection gave to another shard
+    filtered CASE          a test the user's own filter left out (-k, -m, --deselect, node ids)
     start NODEID           the test's setup begins
     finish NODEID          its setup, call and teardown have reported
     session_finished       pytest's session ended (pytest_sessionfinish)
+
+CASE is the runner's key of a case (collection_record.case_key), NODEID pytest's node id.
 
 Only these two reasons for not running a test are written: the runner holds the ledger against
 the source's inventory (tools/runner/session/inventory.py), and a test of the variant left out
@@ -16,6 +18,8 @@ for any other reason (a conftest's selection, say) fails the target as never run
 """
 
 import os
+
+from tools.runner.session.collection_record import case_key
 
 SELECTED, START, FINISH, SESSION_FINISHED = "selected", "start", "finish", "session_finished"
 ELSEWHERE, FILTERED = "elsewhere", "filtered"
@@ -48,14 +52,14 @@ def plugin(path: str, shards=None, node_ids=None):
             left_out = user_filter(config, node_ids)
             for item in dropped:
                 if item.nodeid in elsewhere:
-                    self._write(ELSEWHERE, item.nodeid)
+                    self._write(ELSEWHERE, case_key(item))
                 elif left_out(item):
-                    self._write(FILTERED, item.nodeid)
+                    self._write(FILTERED, case_key(item))
             return result
 
         def pytest_collection_finish(self, session):
             for item in session.items:
-                self._write(SELECTED, item.nodeid)
+                self._write(SELECTED, case_key(item))
 
         def pytest_runtest_logstart(self, nodeid, location):
             self._write(START, nodeid)

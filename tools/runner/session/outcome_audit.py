@@ -9,7 +9,7 @@ Fails the run, after the tests ran, for:
 What the source defines but never runs (a class pytest cannot collect, a conftest's selection)
 is the runner's to judge, from an inventory taken apart from this session
 (tools/runner/session/inventory.py); what a test's call does (returns a coroutine, raises in a
-thread) is tools/runner/session/call_results.py's.
+thread) is the runner's witness's (tools/runner/process/witness.py).
 
 Declared outcomes (tools.runner.session.expectations; the torch_test `expectations` file): a
 declared skip
@@ -82,6 +82,11 @@ class OutcomeAudit:
                 report.outcome = "skipped"  # pytest's (and JUnit's) form of an expected failure
                 report.wasxfail = f"declared: {entry.reason}"
                 self._note_match(item, report, matched)
+        elif entry and entry.teardown and call.when == "teardown" and report.failed:
+            matched = entry.teardown_matched(_failure_text(call))
+            if matched is not None and item.nodeid in self.matched:  # after the declared one
+                report.outcome = "passed"  # declared with the failure: its `teardown`
+                self._note_match(item, report, f"{self.matched[item.nodeid]}; then {matched}")
         elif entry and entry.outcome == "skip" and report.skipped:
             matched = entry.matched(_skip_reason(report))
             if matched is not None:
@@ -186,10 +191,10 @@ class OutcomeAudit:
 
 
 def _failure_text(call) -> str:
-    """`ExceptionType: message` of the call's failure: what a declared fail's match reads."""
+    """`QualifiedType: message` of the call's failure: what a declared fail's match reads."""
     if call.excinfo is None:
         return ""
-    return f"{call.excinfo.typename}: {call.excinfo.value}"
+    return expectations.failure_text(call.excinfo.value)
 
 
 def _skip_reason(report) -> str:

@@ -33,9 +33,8 @@ import sys
 import pytest
 
 from tools.hardware import envvars, probe, variants
-from tools.runner.process import kernel_cache, memory_cap, vec_isa_memo
+from tools.runner.process import kernel_cache, memory_cap, vec_isa_memo, witness
 from tools.runner.session import (
-    call_results,
     expectations,
     markers,
     outcome_audit,
@@ -44,12 +43,17 @@ from tools.runner.session import (
 )
 
 _REQ_KEY = pytest.StashKey[markers.Requirements]()
-# The plugins this one registers; the runner refuses `-p no:` of each (refused_options.py).
-AUDIT_PLUGIN, CALL_RESULTS_PLUGIN = "torch_test_outcome_audit", "torch_test_call_results"
+# The plugin this one registers; the runner refuses `-p no:` of it (refused_options.py).
+AUDIT_PLUGIN = "torch_test_outcome_audit"
 
 
 def requirements(item) -> markers.Requirements:
     return item.stash[_REQ_KEY]
+
+
+def not_applicable(item) -> str | None:
+    """Why torch's decorators place the item on hardware no variant offers, or None."""
+    return item.stash.get(outcome_audit.NOT_APPLICABLE, None)
 
 
 def pytest_report_header(config):
@@ -87,6 +91,7 @@ def pytest_collection_modifyitems(config, items):
     mismatch = _feature_mismatch(items)
     if mismatch:
         raise pytest.UsageError(mismatch)
+    witness.send("plugin", what="placed")  # the runner fails a session this never ran in
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -179,8 +184,7 @@ def pytest_configure(config):
     # Before any test module imports torch's testing decorators (no torch import here).
     upstream_decorators.install()
     config.pluginmanager.register(_outcome_audit(), AUDIT_PLUGIN)
-    config.pluginmanager.register(call_results.plugin(), CALL_RESULTS_PLUGIN)
-    call_results.install_unittest()
+    witness.send("plugin", what="configured")  # the runner fails a session this never ran in
     memory_cap.cap_gpu_memory()
     vec_isa_memo.watch()
     kernel_cache.watch()

@@ -16,6 +16,7 @@ plugin places the test in one variant and checks the target's nccl / triton decl
     common_utils.requires_cuda                           1 GPU (gpu)
     inductor_utils.requires_gpu() / requires_triton()    triton (gpu): HAS_GPU needs triton
     triton_utils.requires_cuda_and_triton                triton (gpu)
+    triton_utils.requires_gpu                            triton (gpu): its HAS_GPU needs triton
     common_device_type.instantiate_device_type_tests     TestXCPU: cpu; TestXCUDA: 1 GPU (gpu)
       + onlyCUDA / onlyCPU / onlyOn(...)                 only the instance of a listed device
       + deviceCountAtLeast(n)                            the CUDA instance, >= n GPUs
@@ -36,7 +37,7 @@ them to the smallest variant with at least 2 (the runner's lease makes exactly t
 GPUs visible). A class whose world size does not follow the device count (a fixed number,
 e.g. `world_size = 2` with gloo on CPU) says otherwise and keeps its placement. A world size
 below 1 fails the test, and so does a rank's test method that returns a value
-(tools/runner/session/call_results.py).
+(tools/runner/process/witness.py).
 
 A raw `unittest.skipIf(not TEST_CUDA, ...)` is not mapped: unittest receives a bool, which
 differs between a CPU and a GPU host, so no reading of it places the test the same everywhere.
@@ -54,7 +55,8 @@ import sys
 from unittest import mock
 
 from tools.hardware import variants
-from tools.runner.session import call_results, markers, missing_imports
+from tools.runner.process import witness
+from tools.runner.session import markers, missing_imports
 
 _NOT_APPLICABLE_ATTR = "__torch_test_not_applicable__"
 _ONLY_ON_ATTR = "__torch_test_only_on__"
@@ -145,7 +147,7 @@ def _guard_multiprocess_test_case(cls) -> None:
 
     @functools.wraps(join_or_run)
     def join_or_run_checked(self, fn):
-        return join_or_run(self, call_results.checked(fn))
+        return join_or_run(self, witness.checked(fn))
 
     cls._start_processes = start_processes_guarded
     cls.join_or_run = join_or_run_checked
@@ -206,9 +208,8 @@ def _patch_inductor_utils(module) -> None:
 
 
 def _patch_triton_utils(module) -> None:
-    module.requires_cuda_and_triton = _marking(
-        module.requires_cuda_and_triton, markers.requires_triton
-    )
+    for name in ("requires_cuda_and_triton", "requires_gpu"):
+        setattr(module, name, _marking(getattr(module, name), markers.requires_triton))
 
 
 # ---- common_device_type

@@ -127,9 +127,9 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert sorted(json.loads(out.read_text())) == [
-        "test_fixture.py::test_a",
-        "test_fixture.py::test_b",
+    assert sorted(json.loads(out.read_text())) == [  # case keys: the file's path, then the id
+        f"{test_file}::test_a",
+        f"{test_file}::test_b",
     ], code.stdout + code.stderr
 
 
@@ -148,3 +148,35 @@ def test_the_inventory_imports_with_one_thread_whatever_the_tests_get(tmp_path):
     seen = json.loads((tmp_path / "inventory.json").read_text())
     assert seen == {"threads": "1", "seed": "1"}
     assert env["OMP_NUM_THREADS"] == "16", "the tests' environment is not changed"
+
+
+RECORDS_ITS_PROCESS = """
+    import json, os, sys
+
+    record = {{"pid": os.getpid(), "ppid": os.getppid(), "tmp": os.environ["TMPDIR"],
+              "torch_loaded": "torch" in sys.modules}}
+    with open(os.path.join({folder!r}, f"{{os.getpid()}}.json"), "w") as f:
+        json.dump(record, f)
+
+    def test_a():
+        pass
+    """
+
+
+def test_an_unsharded_targets_inventory_is_forked_after_one_torch_import(tmp_path):
+    """The test process imports torch once, then forks the inventory before it loads anything
+    of the target's: both import the source with torch already there, the inventory as the
+    test process's child, with a TMPDIR of its own."""
+    folder = tmp_path / "imports"
+    folder.mkdir()
+    test_file = write_tests(tmp_path, RECORDS_ITS_PROCESS.format(folder=str(folder)))
+    result = run_runner(test_file, bazel_env(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = [json.loads(p.read_text()) for p in folder.iterdir()]
+    assert len(seen) == 2, seen
+    by_pid = {r["pid"]: r for r in seen}
+    forked = [r for r in seen if r["ppid"] in by_pid]
+    assert len(forked) == 1, seen  # the inventory, the test process's child
+    inventory, session = forked[0], by_pid[forked[0]["ppid"]]
+    assert session["torch_loaded"] and inventory["torch_loaded"], seen
+    assert inventory["tmp"] != session["tmp"], seen

@@ -1,14 +1,11 @@
 """tools/runner/process/descendants.py: a Python process a test starts runs the test process's
-checks (site/sitecustomize.py), then the interpreter's own sitecustomize; the GPU peaks such
-processes leave join the test process's peak line."""
+checks (site/sitecustomize.py), then the interpreter's own sitecustomize."""
 
-import io
 import os
 import subprocess
 import sys
 
-from tools.hardware import envvars
-from tools.runner.process import descendants, gpu_peak
+from tools.runner.process import descendants
 
 WORKSPACE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(descendants.__file__))))
 PROBE = "import sys; print('tools.runner.process.descendants' in sys.modules)"
@@ -44,26 +41,7 @@ def test_where_the_workspace_is_not_on_the_path_the_site_does_nothing():
     assert _started_with(descendants.SITE) == ["False"]
 
 
-def test_export_puts_the_site_first_for_processes_started_after_it(monkeypatch, tmp_path):
-    monkeypatch.setenv("PYTHONPATH", "elsewhere")
-    monkeypatch.setenv("TEST_TMPDIR", str(tmp_path))
-    monkeypatch.setenv(envvars.DESCENDANT_PEAKS, "before")  # restored after the test
+def test_export_puts_the_site_first_for_processes_started_after_it(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "elsewhere")  # restored after the test
     descendants.export()
     assert os.environ["PYTHONPATH"] == descendants.SITE + os.pathsep + "elsewhere"
-    peaks = os.environ[envvars.DESCENDANT_PEAKS]
-    assert os.path.isdir(peaks) and peaks.startswith(str(tmp_path))
-
-
-def test_a_process_that_used_cuda_leaves_its_peak_and_the_test_reports_the_largest(
-    tmp_path, monkeypatch
-):
-    for peak in (512, 2048):
-        monkeypatch.setattr(gpu_peak, "peak_mib", lambda peak=peak: peak)
-        descendants._leave_peak(str(tmp_path))
-        os.rename(tmp_path / f"{os.getpid()}.mib", tmp_path / f"{peak}.mib")
-    (tmp_path / "99.partial").write_text("")  # its process died while writing: not read
-    assert sorted(gpu_peak.descendant_peaks(str(tmp_path))) == [512, 2048]
-    monkeypatch.setattr(gpu_peak, "peak_mib", lambda: None)  # the test process used no CUDA
-    log = io.StringIO()
-    gpu_peak.report_peak(log, descendants=str(tmp_path))
-    assert log.getvalue().strip() == f"{gpu_peak.PEAK_LINE}2048"

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from tools.runner import gpu_lease
+from tools.runner import gpu_lease, gpu_share
 
 TOTAL_GPUS = 2
 
@@ -119,7 +119,7 @@ def test_waiting_for_busy_gpus_times_out(lease_dir):
         assert time.monotonic() - started < 5
 
 
-def test_slots_spread_then_share_gpus_and_cap_memory(lease_dir):
+def test_slots_spread_then_share_gpus(lease_dir):
     shared = functools.partial(gpu_lease.lease, slots_per_gpu=2)
     with contextlib.ExitStack() as held:
         first = held.enter_context(shared(1, 2, timeout=1))
@@ -127,7 +127,6 @@ def test_slots_spread_then_share_gpus_and_cap_memory(lease_dir):
         assert (first.gpus, second.gpus) == ([0], [1]), "idle GPUs are taken before sharing"
         both = held.enter_context(shared(2, 2, timeout=1))
         assert both.gpus == [0, 1], "a 2-GPU test takes the second slot of each GPU"
-        assert both.env["TORCH_TEST_GPU_MEMORY_FRACTION"] == "0.5000"
         with pytest.raises(gpu_lease.LeaseError):  # every slot is taken now
             with shared(1, 2, timeout=0.3):
                 pass
@@ -139,14 +138,15 @@ def test_a_whole_gpu_lease_excludes_shared_ones(lease_dir):
     whole = {"slots_per_gpu": 2, "slots_each": 2}
     shared = {"slots_per_gpu": 2, "slots_each": 1}
     with gpu_lease.lease(1, 1, timeout=5, **shared) as part:
-        assert part.env["TORCH_TEST_GPU_MEMORY_FRACTION"] == "0.5000"
+        # The lease only locks: the share's memory cap is the sharing decision's (gpu_share.py).
+        assert part.env == {"CUDA_VISIBLE_DEVICES": "0"}
         with gpu_lease.lease(1, 1, timeout=5, **shared):  # two shares fit on one GPU
             with pytest.raises(gpu_lease.LeaseError):
                 gpu_lease.lease(1, 1, timeout=0.5, **shared).__enter__()
         with pytest.raises(gpu_lease.LeaseError):  # one share is taken: no whole GPU
             gpu_lease.lease(1, 1, timeout=0.5, **whole).__enter__()
     with gpu_lease.lease(1, 1, timeout=5, **whole) as all_of_it:
-        assert "TORCH_TEST_GPU_MEMORY_FRACTION" not in all_of_it.env
+        assert all_of_it.env == {"CUDA_VISIBLE_DEVICES": "0"}
         with pytest.raises(gpu_lease.LeaseError):
             gpu_lease.lease(1, 1, timeout=0.5, **shared).__enter__()
 
@@ -306,6 +306,48 @@ def test_a_patient_whole_request_lets_shared_ones_pass_then_reserves(lease_dir):
     waiting.join(timeout=30)
     assert outcome.get("gpus") == [0, 1], outcome
     assert _queue(lease_dir) == []
+
+
+def test_a_whole_request_waits_no_longer_than_its_run_time_behind_a_stream_of_shared_ones(
+    lease_dir,
+):
+    # On 4 GPUs a 2-GPU probe with no recorded peak waited 223 s while shared tests kept
+    # slotting in: its patience was half its wait. Now it is the probe's expected run time
+    # (gpu_share.Decision.patience), after which it reserves its GPUs as the head.
+    probe = gpu_share.decide({"TORCH_TEST_DURATIONS": '{"probe": 1.0}'}, lambda: None)
+    timeout = 30.0
+    patience = probe.patience(timeout)
+    assert not probe.shared and patience == 1.0
+    stop = threading.Event()
+
+    def stream() -> None:  # shared tests, one after another, on whichever GPU has room
+        while not stop.is_set():
+            with contextlib.suppress(gpu_lease.LeaseError):  # refused while the probe is head
+                with small(timeout=0.5):
+                    time.sleep(0.4)
+
+    streams = [threading.Thread(target=stream) for _ in range(2 * SLOTS - 2)]
+    for thread in streams:
+        thread.start()
+        time.sleep(0.4 / len(streams))  # staggered: some slot of each GPU is always held
+    try:
+        started = time.monotonic()
+        with gpu_lease.lease(
+            2,
+            TOTAL_GPUS,
+            timeout=timeout,
+            slots_per_gpu=SLOTS,
+            slots_each=SLOTS,  # whole, as decided
+            patience=patience,
+        ) as held:
+            waited = time.monotonic() - started
+            assert held.gpus == [0, 1]
+    finally:
+        stop.set()
+        for thread in streams:
+            thread.join()
+    # Its patience, then the shared tests already on its GPUs end (0.4 s each).
+    assert patience <= waited < patience + 2.0, waited
 
 
 def test_the_oldest_waiter_goes_first(lease_dir):

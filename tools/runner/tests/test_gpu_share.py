@@ -1,5 +1,7 @@
 """Self-tests of the GPU-sharing policy (tools/runner/gpu_share.py)."""
 
+import json
+
 import pytest
 
 from tools.runner import gpu_share
@@ -20,9 +22,11 @@ def test_a_recorded_peak_takes_the_slots_its_memory_needs(peak, each):
     decision = gpu_share.decide({"TORCH_TEST_GPU_PEAK_MIB": peak}, lambda: H100_MIB)
     assert (decision.slots_per_gpu, decision.slots_each) == (gpu_share.DEFAULT_SLOTS, each)
     assert decision.shared
-    # The memory cap the lease exports (its slots / the slots) covers the need.
-    share_mib = H100_MIB * decision.slots_each / decision.slots_per_gpu
-    assert share_mib >= int(peak) * gpu_share.MARGIN + gpu_share.CONTEXT_MIB
+    # The memory cap the test's processes apply (its slots / the slots) covers the need.
+    fraction = float(decision.cap_env()["TORCH_TEST_GPU_MEMORY_FRACTION"])
+    assert fraction == pytest.approx(decision.fraction, abs=1e-4)
+    assert decision.fraction == decision.slots_each / decision.slots_per_gpu
+    assert H100_MIB * fraction >= int(peak) * gpu_share.MARGIN + gpu_share.CONTEXT_MIB
 
 
 def test_a_small_test_holds_little_more_than_it_needs():
@@ -45,8 +49,7 @@ def test_anything_not_known_to_fit_takes_whole_gpus(env, memory, reason):
     assert not decision.shared
     assert decision.slots_each == decision.slots_per_gpu == gpu_share.DEFAULT_SLOTS
     assert reason in decision.reason
-    # It lets shared tests pass it for half its wait before it reserves GPUs (gpu_lease.py).
-    assert decision.patience(300.0) == 300.0 * gpu_share.WHOLE_PATIENCE == 150.0
+    assert decision.cap_env() == {}  # its GPUs are its own: no cap
 
 
 def test_a_shared_request_is_never_patient():
@@ -67,3 +70,26 @@ def test_gpu_memory_is_asked_only_when_a_peak_could_share():
 
     for env in ({}, {"TORCH_TEST_WHOLE_GPU": "1"}, {"TORCH_TEST_SLOTS_PER_GPU": "2"}):
         gpu_share.decide(env, unasked)
+
+
+@pytest.mark.parametrize(
+    "env, patience",
+    [
+        # Recorded seconds: it waits on shared tests no longer than it will hold its GPUs.
+        ({"TORCH_TEST_DURATIONS": json.dumps({"a": 3.0, "b": 5.0})}, 8.0),
+        # A shard's share of them, as sharding.py packs the shards evenly.
+        ({"TORCH_TEST_DURATIONS": json.dumps({"a": 3.0, "b": 5.0}), "TEST_TOTAL_SHARDS": "2"}, 4.0),
+        # A probe of no recorded seconds reserves its GPUs at once.
+        ({"TORCH_TEST_DURATIONS": json.dumps({"probe": 0.0})}, 0.0),
+        # Not recorded yet: a share of its timeout (here 300 s: 30 s).
+        ({"TEST_TIMEOUT": "300"}, 300 * gpu_share.UNRECORDED_SHARE),
+        # Nothing known (bazel run): a share of its wait.
+        ({}, 200.0 * gpu_share.UNRECORDED_SHARE),
+        # A long test: at most half its wait, as before.
+        ({"TORCH_TEST_DURATIONS": json.dumps({"long": 900.0})}, 200.0 * gpu_share.WHOLE_PATIENCE),
+    ],
+)
+def test_a_whole_request_waits_on_shared_ones_at_most_its_expected_run_time(env, patience):
+    decision = gpu_share.decide(env, lambda: H100_MIB)  # no peak: whole GPUs
+    assert not decision.shared
+    assert decision.patience(200.0) == pytest.approx(patience)

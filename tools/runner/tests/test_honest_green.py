@@ -1,7 +1,7 @@
 """Every green proven: the ways to a PASSED that nothing earned, each through the real runner.
 
 Each fixture below passed as a target before the inventory rule (tools/runner/session/
-inventory.py, completion.account), the call checks (session/call_results.py) and strict
+inventory.py, verdict.py), the witness (process/witness.py) and strict
 declarations (session/expectations.py); each must fail now, naming what never ran.
 """
 
@@ -83,7 +83,7 @@ ASSERT_IN_A_THREAD = """
         (GENERATOR_METHOD, "returned a generator, so its body never ran"),
         (ASYNC_BEHIND_WRAPPER, "returned a coroutine, so its body never ran"),
         (RETURNS_A_VALUE, "returned bool False: assert it instead of returning it"),
-        (ASSERT_IN_A_THREAD, "an exception was raised in a thread during call"),
+        (ASSERT_IN_A_THREAD, "an exception was raised in a thread: in thread"),
     ],
     ids=["generator", "async-behind-wrapper", "returns-value", "thread-assert"],
 )
@@ -209,30 +209,43 @@ ONE_FAILS = """
         (
             'test = "test_fixture.py::test_known_bug"\noutcome = "fail"\nreason = "bug 123"\n'
             'match = ""\n',
-            "matches the empty string",
+            "a fail's match is literal text `Type: message-prefix`",
         ),
         (
             'test = "test_fixture.py::test_known_bug"\noutcome = "fail"\nreason = "bug 123"\n'
             'match = ".*"\n',
-            "matches the empty string",
+            "a fail's match is literal text `Type: message-prefix`",
         ),
         (
             'test = "test_fixture.py::test_known_bug"\noutcome = "fail"\nreason = "bug 123"\n'
             'match = "off by one"\n',
-            "starts with the exception type",
+            "a fail's match is literal text `Type: message-prefix`",
         ),
         (
             'test = "test_fixture.py::test_known_bug"\noutcome = "fail"\nreason = "bug 123"\n'
             'match = "AssertionError: .*"\n',
-            "its message part matches any message",
+            "its message prefix holds fewer than 8 characters",
+        ),
+        (
+            'test = "test_fixture.py::test_known_bug"\noutcome = "skip"\nreason = "bug 123"\n'
+            'match = "."\n',
+            "holds fewer than 8 characters",
         ),
         (
             'test = "test_fixture.py::*"\noutcome = "fail"\nreason = "bug 123"\n'
-            'match = "AssertionError: off"\n',
+            'match = "AssertionError: off by one"\n',
             "add count = N",
         ),
     ],
-    ids=["no-match", "empty", "match-all", "no-type", "any-message", "pattern-no-count"],
+    ids=[
+        "no-match",
+        "empty",
+        "match-all",
+        "no-type",
+        "short-message",
+        "short-skip",
+        "pattern-no-count",
+    ],
 )
 def test_a_declaration_that_accepts_anything_is_refused(tmp_path, entry, needle):
     assert_fails(run(tmp_path, ONE_FAILS, declare(tmp_path, entry)), needle)

@@ -127,7 +127,7 @@ def test_declared_failure_failing_otherwise_fails(tmp_path):
 
 def test_entry_matching_no_test_is_stale(tmp_path):
     entry = 'test = "test_fixture.py::test_renamed*"\noutcome = "fail"\nreason = "bug 7"\n'
-    entry += 'match = "AssertionError: gone"\ncount = 1\n'
+    entry += 'match = "AssertionError: gone since 2.13"\ncount = 1\n'
     result = run(tmp_path, PASSES, declare(tmp_path, entry))
     assert result.returncode == 1
     expected = "[[expect]] #1 (test = 'test_fixture.py::test_renamed*', outcome = 'fail'): "
@@ -135,14 +135,14 @@ def test_entry_matching_no_test_is_stale(tmp_path):
 
 
 def test_staleness_is_judged_on_the_whole_collection_in_every_shard(tmp_path):
-    body = PASSES.replace("def test_c():\n    pass", "def test_c():\n    assert 0")
+    body = PASSES.replace("def test_c():\n    pass", "def test_c():\n    assert 0, 'bug 7 here'")
     entry = 'test = "test_fixture.py::test_c"\noutcome = "fail"\nreason = "bug 7"\n'
-    entry += 'match = "AssertionError: assert 0"\n'
+    entry += 'match = "AssertionError: bug 7 here"\n'
     for index in range(3):  # one test per shard: two shards do not run test_c
         env = declare(tmp_path, entry, TEST_TOTAL_SHARDS=3, TEST_SHARD_INDEX=index)
         assert run(tmp_path, body, env).returncode == 0
     stale = 'test = "test_fixture.py::test_gone"\noutcome = "fail"\nreason = "bug 8"\n'
-    stale += 'match = "AssertionError: assert 0"\n'
+    stale += 'match = "AssertionError: bug 7 here"\n'
     for index in range(3):
         env = declare(tmp_path, entry, stale, TEST_TOTAL_SHARDS=3, TEST_SHARD_INDEX=index)
         result = run(tmp_path, body, env)
@@ -156,19 +156,21 @@ def test_pattern_and_parametrized_ids(tmp_path):
 
         @pytest.mark.parametrize("n", [1, 2])
         def test_p(n):
-            pytest.skip("no gpu")
+            pytest.skip("needs a gpu")
 
         def test_q_one():
-            pytest.skip("no gpu")
+            pytest.skip("needs a gpu")
 
         def test_q_two():
-            pytest.skip("no gpu")
+            pytest.skip("needs a gpu")
         """
     entries = [
-        'test = "test_fixture.py::test_p[1]"\noutcome = "skip"\nreason = "r"\nmatch = "no gpu"\n',
-        'test = "test_fixture.py::test_p[2]"\noutcome = "skip"\nreason = "r"\nmatch = "no gpu"\n',
-        'test = "test_fixture.py::test_q_*"\noutcome = "skip"\nreason = "r"\nmatch = "no gpu"\n'
-        "count = 2\n",
+        'test = "test_fixture.py::test_p[1]"\noutcome = "skip"\nreason = "r"\n'
+        'match = "needs a gpu"\n',
+        'test = "test_fixture.py::test_p[2]"\noutcome = "skip"\nreason = "r"\n'
+        'match = "needs a gpu"\n',
+        'test = "test_fixture.py::test_q_*"\noutcome = "skip"\nreason = "r"\n'
+        'match = "needs a gpu"\ncount = 2\n',
     ]
     result = run(tmp_path, body, declare(tmp_path, *entries))
     assert result.returncode == 0, result.output
@@ -189,14 +191,16 @@ def test_entries_for_another_variant_do_not_apply(tmp_path):
         ('test = "x"\noutcome = "skip"\n', "[[expect]] #1: reason is required"),
         ('test = "x"\noutcome = "flaky"\nreason = "r"\n', "outcome 'flaky' is not one of"),
         (
-            'test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "m"\ntorch = ["2.13.1"]\n',
+            'test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "needs a gpu"\n'
+            'torch = ["2.13.1"]\n',
             "'2.13.1' is not",
         ),
         (
-            'test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "m"\nvariants = ["tpu"]\n',
+            'test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "needs a gpu"\n'
+            'variants = ["tpu"]\n',
             "['tpu'] are not",
         ),
-        ('test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "("\n', "is not a regular"),
+        ('test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "("\n', "fewer than 8 characters"),
         ('test = "x"\noutcome = "skip"\nreason = "r"\nwhy = "?"\n', "unknown keys ['why']"),
     ],
     ids=["no_reason", "bad_outcome", "bad_release", "bad_variant", "bad_match", "unknown_key"],
@@ -208,9 +212,10 @@ def test_malformed_expectations_fail_naming_the_entry(tmp_path, entry, shown):
 
 
 def test_a_test_declared_twice_fails(tmp_path):
-    one = 'test = "test_fixture.py::test_a"\noutcome = "skip"\nreason = "r"\nmatch = "m"\n'
+    one = 'test = "test_fixture.py::test_a"\noutcome = "skip"\nreason = "r"\n'
+    one += 'match = "needs a gpu"\n'
     two = 'test = "test_fixture.py::test_*"\noutcome = "fail"\nreason = "s"\n'
-    two += 'match = "AssertionError: x"\ncount = 3\n'
+    two += 'match = "AssertionError: off by one"\ncount = 3\n'
     result = run(tmp_path, PASSES, declare(tmp_path, one, two))
     assert result.returncode != 0
     assert "test_fixture.py::test_a is declared twice" in result.output

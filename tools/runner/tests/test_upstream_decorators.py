@@ -21,7 +21,7 @@ from torch.testing._internal.common_distributed import (
     requires_accelerator_dist_backend, requires_nccl, skip_if_lt_x_gpu,
 )
 from torch.testing._internal.common_utils import TestCase, requires_cuda
-from torch.testing._internal.triton_utils import requires_cuda_and_triton
+from torch.testing._internal.triton_utils import requires_cuda_and_triton, requires_gpu
 
 
 class TestPlain(TestCase):
@@ -34,6 +34,10 @@ class TestPlain(TestCase):
 
     @requires_cuda_and_triton
     def test_triton(self):
+        pass
+
+    @requires_gpu
+    def test_any_gpu(self):
         pass
 
     @requires_nccl()
@@ -129,6 +133,7 @@ def test_source_without_gpu_targets_is_refused_naming_each_gpu_test(tmp_path):
         "TestDeviceCUDA::test_any_cuda (gpu)",
         "TestDeviceCUDA::test_cuda_cuda (gpu)",
         "TestDeviceCUDA::test_two_devices_cuda (multi_gpu)",
+        "TestPlain::test_any_gpu (gpu)",
         "TestPlain::test_one_gpu (gpu)",
         "TestPlain::test_three_gpus_nccl (gpu_x4)",
         "TestPlain::test_triton (gpu)",

@@ -8,7 +8,7 @@ import pathlib
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner
 
 # The runfiles' copy, not the source tree's: pytest looks for an ini file above its arguments,
-# and the tree's pyproject.toml is no input of this test (tools/runner/process/read_audit.py).
+# and the tree's pyproject.toml is no input of this test (tools/runner/source_view.py).
 FIXTURES = pathlib.Path(__file__).absolute().parents[3] / "upstream_style_tests"
 
 

@@ -1,0 +1,114 @@
+"""What a runner costs a target, one checkout's against another's, side by side, alternating.
+
+    python3 bench/runner_cost.py --before /path/to/old/checkout [--tests 300] [--runs 3]
+
+Runs tools/runner/pytest_runner.py of this checkout ("this") and of the `--before` checkout
+(e.g. a `git worktree add` of an earlier commit) on one generated source of
+`--tests` trivial cases (functions, parametrized cases and unittest methods) that imports torch,
+as a target does, alternating the two `--runs` times, and prints a markdown table of each
+runner's wall and CPU seconds (its process tree's, from wait4) and their medians. Run it with
+the interpreter of the tests (e.g. the pinned @pypi's, or a venv with the pinned lock).
+"""
+
+import argparse
+import os
+import pathlib
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parents[1]
+
+SOURCE = """
+import unittest
+
+import pytest
+import torch
+
+
+@pytest.mark.parametrize("n", range({third}))
+def test_param(n):
+    assert torch.tensor(n).item() == n
+
+
+{functions}
+
+
+class TestMethods(unittest.TestCase):
+{methods}
+"""
+
+
+def source(tests: int) -> str:
+    third = tests // 3
+    functions = "\n".join(f"def test_f{i}():\n    assert {i} + 1 > {i}\n" for i in range(third))
+    methods = "\n".join(
+        f"    def test_m{i}(self):\n        self.assertEqual({i}, {i})\n" for i in range(third)
+    )
+    return SOURCE.format(third=third, functions=functions, methods=methods)
+
+
+def run_once(tree: pathlib.Path, test_file: pathlib.Path, workdir: pathlib.Path) -> tuple:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("TEST_", "TESTBRIDGE_", "XML_", "TORCH_TEST_"))
+    }
+    (workdir / "tmp").mkdir(exist_ok=True)
+    env.update(
+        TEST_TMPDIR=str(workdir / "tmp"),
+        XML_OUTPUT_FILE=str(workdir / "test.xml"),
+        TEST_TARGET="//bench:runner_cost",
+        PYTHONPATH=str(tree),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(tree / "tools/runner/pytest_runner.py"), str(test_file)],
+        env=env,
+        cwd=test_file.parent,
+        capture_output=True,
+        text=True,
+    )
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode != 0:
+        raise SystemExit(f"{tree}: the runner failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return wall, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", type=pathlib.Path, required=True)
+    parser.add_argument("--tests", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    trees = {"before": args.before.resolve(), "this": HERE}
+    samples = {name: [] for name in trees}
+    with tempfile.TemporaryDirectory() as scratch:
+        test_file = pathlib.Path(scratch) / "test_many.py"
+        test_file.write_text(source(args.tests))
+        for _ in range(args.runs):
+            for name, tree in trees.items():
+                work = pathlib.Path(tempfile.mkdtemp(dir=scratch))
+                samples[name].append(run_once(tree, test_file, work))
+    print(f"{args.tests} cases, {args.runs} runs each, alternating; {sys.executable}\n")
+    print("| runner | wall s (runs) | median wall s | CPU s (runs) | median CPU s |")
+    print("| --- | --- | ---: | --- | ---: |")
+    for name, runs in samples.items():
+        walls = ", ".join(f"{w:.2f}" for w, _ in runs)
+        cpus = ", ".join(f"{c:.2f}" for _, c in runs)
+        print(
+            f"| {name} | {walls} | {statistics.median(w for w, _ in runs):.2f} | {cpus} | "
+            f"{statistics.median(c for _, c in runs):.2f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,366 @@
+"""The witness: what each test body, and each rank's body, did, told straight to the runner.
+
+pytest's reports, its summary, its exit status and its plugin registry can all be rewritten by
+the code under test: a conftest's `pytest_pyfunc_call` that returns True without calling the
+test, a `pytest_runtest_makereport` wrapper that turns a failure into a pass, a late
+`session.exitstatus = 0`, `atexit.register(os._exit, 0)`, a unittest base class whose `run()`
+returns early, a rank of torch's MultiProcessTestCase that exits 0 before its assertions. So
+the runner does not take the verdict from pytest: it computes it (tools/runner/verdict.py) from
+the source's inventory and from what this module saw, sent over a channel the runner owns.
+
+The channel: a Unix datagram socket the runner binds before the test process starts
+(tools/runner/witness.py); its address reaches this module through the environment the runner
+composes (envvars.WITNESS). Each event is one datagram, sent as it happens, so it has reached
+the runner however the process ends afterwards, and nothing the process does later can take it
+back. No pytest hook, plugin or option is involved: the module wraps the functions that call a
+test, before pytest starts:
+
+  _pytest.runner.runtestprotocol   a case's protocol begins / ends       {"e": "begin"/"end"}
+  _pytest.runner.CallInfo.from_call  what setup, call and teardown raised {"e": "phase"}
+                                   (read where pytest catches it, before any report is made;
+                                   for unittest cases, the exception unittest handed pytest)
+  _pytest.python.Function.runtest  the test function itself, wrapped:    {"e": "enter"/"return"/
+  unittest.TestCase._callTestMethod  the test method itself             "raise"}
+  threading._make_invoke_excepthook  a thread's exception during a case  {"e": "thread"}
+  warnings._warn_unawaited_coroutine a coroutine dropped unawaited       {"e": "unawaited"}
+                                   (called by CPython itself, not through warning filters)
+  MultiProcessTestCase (torch's)   the ranks a case starts, and each      {"e": "ranks"/"rank"}
+                                   rank's body entering / returning / raising
+
+A body that returns anything but None fails where it returns (`reject`): a coroutine (an async
+def behind a synchronous wrapper), a generator, a computed `return x == y`; so pytest's own
+report shows it too, and no warning filter reaches it. A process started by a test reports its
+ranks through tools/runner/process/descendants.py, which calls `install_descendant`. Without an
+address (plain pytest outside the runner) nothing is installed.
+
+Standard library only until pytest or torch is imported by the process itself.
+"""
+
+import functools
+import inspect
+import json
+import os
+import socket
+import sys
+import threading
+import unittest
+
+from tools.hardware import envvars
+
+_MAX_TEXT = 4000  # a message's characters kept: a datagram stays far below the socket's limit
+
+
+class ReturnedValue(AssertionError):
+    """A test returned something other than None: its body did not run, or did not assert."""
+
+
+def reject(result, what: str) -> None:
+    """Raises ReturnedValue for a test's non-None `result`, closing a coroutine or generator."""
+    if inspect.iscoroutine(result) or inspect.isgenerator(result):
+        result.close()  # never awaited / never iterated: its body did not run
+        kind = "a coroutine" if inspect.iscoroutine(result) else "a generator"
+        why = f"{kind}, so its body never ran (async def needs an async runner; remove yield)"
+    else:
+        why = f"{type(result).__name__} {result!r:.200}: assert it instead of returning it"
+    raise ReturnedValue(f"{what} returned {why}")
+
+
+def checked(fn, what: str | None = None):
+    """`fn` that fails when it returns anything but None."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        if result is not None:
+            reject(result, what or getattr(fn, "__qualname__", repr(fn)))
+
+    return call
+
+
+class _State:
+    channel: socket.socket | None = None
+    case: dict | None = None  # the running case: {"path": ..., "name": ...}
+    item = None  # its pytest item
+
+
+_state = _State()
+
+
+def exception(exc: BaseException) -> dict:
+    """What the runner reads of an exception: its qualified type, the types it is an instance
+    of, its message, and whether it is a skip or pytest.xfail()."""
+    kind = type(exc)
+    msg = getattr(exc, "msg", None) if _is_outcome(exc) else None
+    return {
+        "type": type_name(kind),
+        "mro": [type_name(k) for k in kind.__mro__ if k not in (object, BaseException)],
+        "msg": str(msg if msg is not None else exc)[:_MAX_TEXT],
+        "skip": _is_skip(exc),
+        "xfail": _is_xfail(exc),
+    }
+
+
+def type_name(kind: type) -> str:
+    """`torch._dynamo.exc.Unsupported`; builtins bare (`AssertionError`)."""
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _outcomes():
+    """pytest's outcome exceptions, where pytest is loaded (their __module__ says "builtins")."""
+    return sys.modules.get("_pytest.outcomes")
+
+
+def _is_outcome(exc) -> bool:
+    outcomes = _outcomes()
+    return outcomes is not None and isinstance(exc, outcomes.OutcomeException)
+
+
+def _is_skip(exc) -> bool:
+    outcomes = _outcomes()
+    kinds = (unittest.SkipTest,) + ((outcomes.Skipped,) if outcomes is not None else ())
+    return isinstance(exc, kinds)
+
+
+def _is_xfail(exc) -> bool:
+    outcomes = _outcomes()
+    return outcomes is not None and isinstance(exc, outcomes.XFailed)
+
+
+def send(event: str, **fields) -> None:
+    channel = _state.channel
+    if channel is None:
+        return
+    fields["e"] = event
+    fields["pid"] = os.getpid()
+    if "case" not in fields:
+        fields["case"] = _state.case
+    data = json.dumps(fields).encode()
+    try:
+        channel.send(data)
+    except OSError:
+        # The runner is gone (killed, or the test outlived it): nothing is left to tell.
+        pass
+
+
+def _connect(env) -> bool:
+    address = env.get(envvars.WITNESS)
+    if not address:
+        return False
+    if _state.channel is None:
+        channel = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)  # close-on-exec
+        channel.connect(address)
+        _state.channel = channel
+    return True
+
+
+def install_session(env=os.environ) -> None:
+    """In the test process, before pytest starts: every case's protocol, phases and body, its
+    threads and coroutines, and the ranks it starts, reported to the runner."""
+    if not _connect(env):
+        return
+    import _pytest.python
+    import _pytest.runner
+
+    _wrap_protocol(_pytest.runner)
+    _wrap_from_call(_pytest.runner.CallInfo)
+    _wrap_function_runtest(_pytest.python.Function)
+    _wrap_unittest()
+    _watch_threads()
+    _watch_coroutines()
+    _watch_ranks(env)
+
+
+def install_descendant(env=os.environ) -> None:
+    """In a process a test started: the ranks of torch's MultiProcessTestCase report their
+    bodies (a forked rank inherits the test process's patches and channel)."""
+    if _connect(env):
+        _watch_ranks(env)
+
+
+def case_of(item) -> dict:
+    """The case as the runner keys it: the source's path, and pytest's id within it."""
+    return {"path": str(item.path), "name": item.nodeid.partition("::")[2]}
+
+
+def _wrap_protocol(module) -> None:
+    run = module.runtestprotocol
+
+    @functools.wraps(run)
+    def runtestprotocol(item, log=True, nextitem=None):
+        _state.case, _state.item = case_of(item), item
+        send("begin", nodeid=item.nodeid)
+        try:
+            return run(item, log=log, nextitem=nextitem)
+        finally:
+            send("end")
+            _state.case = _state.item = None
+
+    module.runtestprotocol = runtestprotocol
+
+
+def _wrap_from_call(call_info) -> None:
+    from_call = call_info.from_call.__func__
+
+    @functools.wraps(from_call)
+    def wrapped(cls, func, when, reraise=None):
+        call = from_call(cls, func, when, reraise)
+        if _state.case is not None and when in ("setup", "call", "teardown"):
+            exc = call.excinfo.value if call.excinfo is not None else None
+            if exc is None:
+                exc = _unittest_excinfo(_state.item)
+            send("phase", when=when, exc=exception(exc) if exc is not None else None)
+        return call
+
+    call_info.from_call = classmethod(wrapped)
+
+
+def _wrap_function_runtest(function_cls) -> None:
+    """The test function itself, entered, returning or raising: whatever a conftest's
+    pytest_pyfunc_call does with it, only a real call of it is seen as the body."""
+    runtest = function_cls.runtest
+
+    @functools.wraps(runtest)
+    def witnessed_runtest(self):
+        original = self.obj
+        if inspect.iscoroutinefunction(original) or inspect.isasyncgenfunction(original):
+            return runtest(self)  # pytest fails it itself; no body of it is ever seen
+        self.obj = _body(original, self.nodeid)
+        try:
+            return runtest(self)
+        finally:
+            self.obj = original
+
+    function_cls.runtest = witnessed_runtest
+
+
+def _unittest_excinfo(item):
+    """unittest cases (pytest's TestCaseFunction) keep what unittest hands them (a failure, a
+    skip) in `_excinfo`, read by pytest only when it makes the report: read where the phase
+    ends, before any report hook."""
+    stored = getattr(item, "_excinfo", None)
+    return stored[0].value if stored else None
+
+
+def _body(fn, what: str):
+    @functools.wraps(fn)
+    def body(*args, **kwargs):
+        send("enter")
+        try:
+            result = fn(*args, **kwargs)
+            if result is not None:
+                reject(result, what)
+        except BaseException as exc:
+            send("raise", exc=exception(exc))
+            raise
+        send("return")
+
+    return body
+
+
+def check_returns() -> None:
+    """unittest's own call of a test method fails a non-None return, and tells the witness
+    (where one listens) of the body; for processes that run test methods outside pytest."""
+    _wrap_unittest()
+
+
+def _wrap_unittest() -> None:
+    def _call_test_method(self, method):
+        send("enter")
+        try:
+            result = method()
+            if result is not None:
+                reject(result, self.id())
+        except BaseException as exc:
+            send("raise", exc=exception(exc))
+            raise
+        send("return")
+
+    def _call_async_test_method(self, method):
+        send("enter")
+        try:
+            result = self._callMaybeAsync(method)  # awaits a coroutine in the case's own loop
+            if result is not None:
+                reject(result, self.id())
+        except BaseException as exc:
+            send("raise", exc=exception(exc))
+            raise
+        send("return")
+
+    unittest.TestCase._callTestMethod = _call_test_method
+    unittest.IsolatedAsyncioTestCase._callTestMethod = _call_async_test_method
+
+
+def _watch_threads() -> None:
+    """Every thread started from now on reports the exception it dies of. Not through
+    threading.excepthook, which pytest (and any test) sets anew: through the hook each thread
+    makes for itself when it is created (CPython's threading._make_invoke_excepthook)."""
+    make = threading._make_invoke_excepthook
+
+    def make_witnessed():
+        invoke = make()
+
+        def invoke_excepthook(thread):
+            exc = sys.exc_info()[1]
+            if exc is not None and not isinstance(exc, SystemExit):
+                send("thread", thread=getattr(thread, "name", "a thread"), exc=exception(exc))
+            invoke(thread)
+
+        return invoke_excepthook
+
+    threading._make_invoke_excepthook = make_witnessed
+
+
+def _watch_coroutines() -> None:
+    import warnings
+
+    warn = warnings._warn_unawaited_coroutine
+
+    def unawaited(coro):
+        send("unawaited", what=getattr(coro, "__qualname__", repr(coro)))
+        warn(coro)
+
+    warnings._warn_unawaited_coroutine = unawaited
+
+
+def _watch_ranks(env) -> None:
+    from tools.runner.process import on_import
+
+    on_import.when_imported("torch.testing._internal.common_distributed", _wrap_ranks)
+
+
+def _wrap_ranks(module) -> None:
+    """torch's MultiProcessTestCase: the test process says how many ranks a case starts; each
+    rank says whether its body returned. A rank that exits 0 before its assertions leaves no
+    return, whatever the test process then makes of its exit code."""
+    cls = module.MultiProcessTestCase
+    if getattr(cls, "__torch_test_witnessed__", False):
+        return
+    join_or_run = cls.join_or_run
+
+    @functools.wraps(join_or_run)
+    def witnessed_join_or_run(self, fn):
+        @functools.wraps(fn)
+        def rank_body(*args, **kwargs):
+            rank = int(self.rank)
+            send("rank", id=self.id(), rank=rank, what="enter")
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                send("rank", id=self.id(), rank=rank, what="raise", exc=exception(exc))
+                raise
+            send("rank", id=self.id(), rank=rank, what="return")
+            return result
+
+        joined = join_or_run(self, rank_body)
+
+        @functools.wraps(joined)
+        def main_or_rank(*args, **kwargs):
+            if int(self.rank) == cls.MAIN_PROCESS_RANK:
+                send("ranks", id=self.id(), world=int(self.world_size))
+            return joined(*args, **kwargs)
+
+        return main_or_rank
+
+    cls.join_or_run = witnessed_join_or_run
+    cls.__torch_test_witnessed__ = True

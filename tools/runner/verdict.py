@@ -1,0 +1,232 @@
+"""The target's verdict, computed by the runner from what it saw, not from what pytest said.
+
+Inputs, none of them pytest's reports:
+  the inventory   every case the source defines for this variant, with what it expects of
+                  itself (an xfail marker, unittest.expectedFailure, a placement as not
+                  applicable), collected apart from the test's configuration
+                  (tools/runner/session/inventory.py)
+  the ledger      which cases went to another shard or were left out by the user's own filter
+                  (tools/runner/session/ledger.py)
+  the witness     what each case's phases and body did, and its threads, coroutines and ranks
+                  (tools/runner/process/witness.py)
+  the expectations file, read here as the session reads it (tools/runner/session/expectations.py)
+
+Each case of the variant that was neither excused nor seen is `never_ran`. A seen case is
+judged by one rule (`judge`): a skip is green only where a declaration or the hardware table
+accepts its reason; a failure (in any phase, in a thread, a coroutine left unawaited, a rank that
+never returned) only where the source expects it (an xfail that ran and raised what it names) or
+a declaration matches its `Type: message`; a body that never ran is never green; a case that
+passed where a failure was expected or declared is a failure. The outcome of every case goes
+into the shard's typed record (tools/results/record.py).
+"""
+
+import os
+
+from tools.results import record
+from tools.runner.session import expectations
+from tools.runner.session.outcome_audit import NOT_APPLICABLE_PREFIX
+
+
+class Seen:
+    """The witness's events of one case."""
+
+    def __init__(self):
+        self.begun = False
+        self.phases: dict[str, dict | None] = {}
+        self.entered = False
+        self.returned = False
+        self.raised: dict | None = None
+        self.threads: list[str] = []
+        self.unawaited: list[str] = []
+        self.ranks: tuple[str, int] | None = None  # (unittest id, world size)
+        self.nodeid: str | None = None  # pytest's id of it, in the session that ran it
+
+
+def cases_seen(events: list[dict]) -> tuple[dict[str, Seen], list[str], str | None]:
+    """{case key: Seen}, findings outside any case, and the last case that began."""
+    seen: dict[str, Seen] = {}
+    outside: list[str] = []
+    last = None
+    rank_events: dict[str, dict[int, str]] = {}
+    for ev in events:
+        kind = ev.get("e")
+        if kind == "rank":
+            rank_events.setdefault(ev["id"], {})
+            if ev["what"] != "enter" or ev["rank"] not in rank_events[ev["id"]]:
+                rank_events[ev["id"]][ev["rank"]] = ev["what"]
+            continue
+        case = ev.get("case")
+        if case is None:
+            if kind == "thread":
+                outside.append(f"an exception in thread {ev['thread']}: {_text(ev['exc'])}")
+            elif kind == "unawaited":
+                outside.append(f"a coroutine never awaited: {ev['what']}")
+            continue
+        key = f"{case['path']}::{case['name']}"
+        s = seen.setdefault(key, Seen())
+        if kind == "begin":
+            s.begun, s.nodeid, last = True, ev.get("nodeid"), key
+        elif kind == "phase":
+            s.phases.setdefault(ev["when"], ev["exc"])
+        elif kind == "enter":
+            s.entered = True
+        elif kind == "return":
+            s.returned = True
+        elif kind == "raise":
+            s.raised = s.raised or ev["exc"]
+        elif kind == "thread":
+            s.threads.append(f"in thread {ev['thread']}: {_text(ev['exc'])}")
+        elif kind == "unawaited":
+            s.unawaited.append(ev["what"])
+        elif kind == "ranks":
+            s.ranks = (ev["id"], int(ev["world"]))
+    for s in seen.values():
+        if s.ranks is not None:
+            s.ranks_seen = rank_events.get(s.ranks[0], {})
+    return seen, outside, last
+
+
+def _text(exc: dict) -> str:
+    return f"{exc['type']}: {exc['msg']}"
+
+
+def _matches(entry, exc: dict) -> str | None:
+    return entry.matched(_text(exc))
+
+
+def judge(s: Seen, info: dict, entry) -> record.Case:
+    """One case's outcome from what was seen of it, what it expects of itself (`info`, the
+    inventory's) and its declaration (`entry`, or None)."""
+    fail = record.Case
+    if s.threads:
+        return fail("failed", "an exception was raised in a thread: " + "; ".join(s.threads))
+    if s.unawaited:
+        return fail(
+            "failed",
+            f"created a coroutine nobody awaited ({', '.join(s.unawaited)}): its body never ran "
+            "(an async def behind a synchronous wrapper needs an async runner)",
+        )
+    setup, call, teardown = (s.phases.get(w) for w in ("setup", "call", "teardown"))
+    body = s.raised if s.entered else None
+    skip = next((e for e in (setup, body, call) if e is not None and e["skip"]), None)
+    if skip is not None:
+        return _judge_skip(skip, info, entry, teardown)
+    # pytest.xfail() called in setup or in the body (unittest's expectedFailure reaches pytest
+    # as one too, after the body raised: that is no imperative xfail). Its body did not finish:
+    # green only where a declared skip names it.
+    for exc in (setup, body) if s.entered else (setup, call):
+        if exc is not None and exc["xfail"]:
+            if entry is not None and entry.outcome == "skip" and entry.matched(exc["msg"]):
+                return record.Case("declared_skip", entry.matched(exc["msg"]), entry.reason)
+            return fail("failed", f"pytest.xfail() stopped it, its body unfinished: {exc['msg']}")
+    failures = [e for e in (setup, body or call, teardown) if e is not None]
+    if not s.begun or "call" not in s.phases and not failures:
+        return fail("never_ran", "its test protocol never ran")
+    if not failures and not s.entered:
+        return fail("failed", "its body never ran (something reported a result without calling it)")
+    if not failures and s.entered and not s.returned:
+        return fail("failed", "its body never returned (the process left it)")
+    expected = info.get("xfail")
+    if failures:
+        first = failures[0]
+        if expected is not None and body is not None and first is body and teardown is None:
+            raises = expected.get("raises")
+            if raises is None or set(raises) & set(body["mro"]):
+                return record.Case("xfail", _text(body))
+        if entry is not None and entry.outcome == "fail":
+            matched = _matches(entry, first)
+            later = [e for e in failures[1:] if e is not first]
+            if matched is not None and not later:
+                return record.Case("declared_fail", matched, entry.reason)
+            after = entry.teardown_matched(_text(later[0])) if later[0] is teardown else None
+            if matched is not None and after is not None and len(later) == 1:
+                return record.Case("declared_fail", f"{matched}; then {after}", entry.reason)
+            if matched is not None:
+                return fail("failed", f"declared fail matched, then also: {_text(later[0])}")
+            return fail("failed", f"{_text(first)} (declared fail: {entry.match!r} does not match)")
+        return fail("failed", _text(first))
+    ranks = _ranks_missing(s)
+    if ranks:
+        return fail("failed", ranks)
+    if expected is not None:
+        return fail("failed", "expected to fail (xfail / expectedFailure), but it passed")
+    if entry is not None:
+        return fail("failed", f"declared {entry.outcome} ({entry.reason}), but it passed")
+    return record.Case("passed")
+
+
+def _judge_skip(skip: dict, info: dict, entry, teardown) -> record.Case:
+    reason = skip["msg"]
+    if teardown is not None:
+        return record.Case("failed", f"skipped, then its teardown raised {_text(teardown)}")
+    na = info.get("not_applicable")
+    if na is not None and reason.startswith(NOT_APPLICABLE_PREFIX):
+        return record.Case("not_applicable", reason.removeprefix(NOT_APPLICABLE_PREFIX))
+    if entry is not None and entry.outcome == "skip":
+        matched = entry.matched(reason)
+        if matched is not None:
+            return record.Case("declared_skip", matched, entry.reason)
+        return record.Case("skipped", f"{reason} (declared skip: {entry.match!r} does not match)")
+    return record.Case("skipped", reason)
+
+
+def _ranks_missing(s: Seen) -> str | None:
+    """Why the ranks a passing case started do not prove it, or None."""
+    if s.ranks is None:
+        return None
+    _, world = s.ranks
+    got = getattr(s, "ranks_seen", {})
+    missing = [r for r in range(world) if got.get(r) != "return"]
+    if not missing:
+        return None
+    how = ", ".join(f"rank {r}: {got.get(r, 'never started its body')}" for r in missing)
+    return f"{len(missing)} of {world} ranks never returned from the test body ({how})"
+
+
+def shard_record(
+    inventory: dict,
+    excused: set[str],
+    events: list[dict],
+    entries: list,
+    variant: str,
+    root: str,
+) -> record.ShardRecord:
+    """The shard's record: every case of `variant` in the inventory, less `excused`, judged."""
+    seen, outside, last = cases_seen(events)
+    ours = {
+        key: info
+        for key, info in inventory["items"].items()
+        if info["variant"] == variant and key not in excused
+    }
+    declared, _ = expectations.assign(entries, sorted(ours))
+    rec = record.ShardRecord()
+    for key, info in sorted(ours.items()):
+        s = seen.get(key, Seen())
+        # pytest's own id where the session ran it (test.xml's), else the path from here.
+        rec.cases[s.nodeid or display(key, root)] = judge(s, info, declared.get(key))
+    rec.never_collected = [f"{display(k, root)} ({what})" for k, what in inventory["uncollected"]]
+    rec.last_started = (seen[last].nodeid or display(last, root)) if last else None
+    for finding in outside:
+        rec.problems.append(f"outside any test: {finding}")
+    return rec
+
+
+def display(key: str, root: str) -> str:
+    """A case key (`/abs/dir/test_x.py::T::test_a`) relative to the runner's directory."""
+    path, sep, name = key.partition("::")
+    return os.path.relpath(path, root) + sep + name
+
+
+def problems(rec: record.ShardRecord) -> list[str]:
+    """Lines for people: every case that leaves the target red, and why."""
+    lines = []
+    for case, c in rec.cases.items():
+        if c.outcome == "never_ran":
+            lines.append(f"defined but never ran: {case}")
+        elif c.outcome not in record.GREEN:
+            lines.append(f"{c.outcome}: {case}: {c.detail}")
+    if rec.never_run:
+        last = rec.last_started
+        lines.append(f"the last test that started: {last}" if last else "no test had started")
+    lines += [f"defined but never collected by pytest: {u}" for u in rec.never_collected]
+    return lines + rec.problems
