@@ -22,6 +22,8 @@ filter="${3:-}"
 package="${spec%%:*}"
 name="${spec#*:}"
 python="${TORCH_TEST_PYTHON:-$(command -v python3)}"
+# Unset: the lock's @pypi, whatever this checkout's `tools/bazel setup` says.
+export TORCH_TEST_PYTHON="${TORCH_TEST_PYTHON:-pinned}"
 RESULTS_FILE="${RESULTS_DIR}/upstream_cost.tsv"
 : >"$RESULTS_FILE"
 target="//${package}:${name}"

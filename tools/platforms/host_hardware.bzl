@@ -5,14 +5,14 @@ Generates @<name>//:host, a platform offering the constraints of the variant tab
 or fewer GPUs, and has_nccl / has_triton where the tests' torch has them.
 
 GPUs count only where the tests' torch can use them: the host interpreter's torch in
-host-interpreter mode (TORCH_TEST_PYTHON), never the pinned lock's CPU build. So cached GPU
+host-interpreter mode (tools/bazel setup, or TORCH_TEST_PYTHON), never the pinned lock's CPU build. So cached GPU
 results are always tied to the GPU model: GPU variants run only in host-interpreter mode,
 where the environment fingerprint (tools/python/pypi.bzl: packages and nvidia-smi's GPU models
 and driver) is an input of every test; remotely the pool (named after its hardware) is.
 
 A host whose GPUs the tests' torch cannot use (the pinned CPU build, or an image's torch without
 CUDA) fails the fetch of this repository, so `bazel test` stops before running anything instead
-of reporting every GPU variant SKIPPED: the message says how to run them (TORCH_TEST_PYTHON) or
+of reporting every GPU variant SKIPPED: the message says how to run them (host mode) or
 to ask for the CPU variants alone (--config=cpu, which tools/bazel turns into
 --repo_env=TORCH_TEST_CPU_ONLY=1).
 
@@ -49,15 +49,15 @@ def _torch_can_use_gpus(ctx):
         timeout = 120,
     )
     if result.return_code != 0:
-        return (False, [], "{}={} cannot import torch: {}".format(HOST_ENV["PYTHON"], python, result.stderr[-500:]))
+        return (False, [], "the host interpreter {} cannot import torch: {}".format(python, result.stderr[-500:]))
     found = json.decode(result.stdout.strip().splitlines()[-1])
-    why = "" if found["cuda"] else "{}={}'s torch cannot use CUDA".format(HOST_ENV["PYTHON"], python)
+    why = "" if found["cuda"] else "the host interpreter {}'s torch cannot use CUDA".format(python)
     return (found["cuda"], [f for f in found["features"] if f in FEATURES], why)
 
 def _unusable_gpus_message(gpus, why):
     return """host_hardware: this host has {count} GPU(s) ({models}), but {why}: its GPU variants would all be SKIPPED. Either
-  run them with an interpreter whose torch uses the GPUs:
-    TORCH_TEST_PYTHON=$(command -v python3) tools/bazel test //...
+  run them with an interpreter whose torch uses the GPUs (once per checkout):
+    tools/bazel setup --host-python=$(command -v python3)
   or ask for the CPU variants alone:
     tools/bazel test --config=cpu //...""".format(count = len(gpus), models = ", ".join(gpus), why = why)
 

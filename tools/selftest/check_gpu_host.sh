@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A host with GPUs whose tests' torch cannot use them (here: the pinned CPU torch, no
-# TORCH_TEST_PYTHON) must stop `tools/bazel test` before any test runs, saying how to run the GPU
+# host mode) must stop `tools/bazel test` before any test runs, saying how to run the GPU
 # variants or to ask for the CPU ones; `--config=cpu` still runs. This CPU host fakes the GPUs
 # with an `nvidia-smi` on PATH (tools/platforms/host_hardware.bzl asks it for the GPU list).
 source "$(dirname "$0")/lib.sh"
@@ -22,7 +22,7 @@ out="$(PATH="$fake:$PATH" "$BAZEL" test --repo_env=TORCH_TEST_CPU_ONLY=0 "$(test
   fail "bazel test succeeded on a GPU host with the pinned CPU torch" ||
   pass "bazel test failed"
 expect_line "$out" 'this host has 1 GPU\(s\) \(NVIDIA H100 80GB HBM3, 550.54.15\), but the tests use the pinned lock.s torch, a CPU build' "it names the GPUs and why they are unusable"
-expect_line "$out" 'TORCH_TEST_PYTHON=\$\(command -v python3\) tools/bazel test //\.\.\.' "it says how to run the GPU variants"
+expect_line "$out" 'tools/bazel setup --host-python=\$\(command -v python3\)' "it says how to run the GPU variants"
 expect_line "$out" 'tools/bazel test --config=cpu //\.\.\.' "it says how to ask for CPU only"
 if [[ -s $events ]]; then expect_no_result "$events" PASSED "no test ran"; else pass "no test ran (no build events)"; fi
 
