@@ -7,14 +7,23 @@
 #      source-hash validation accepts it), saying torch is 6.66.6
 #   2. //tools/selftest:probe_bytecode_victim, a different target run afterwards, must import
 #      torch 1.0.0
-# Cheap: the venv has pytest and the stand-in only. Own output base; removed on exit.
+# Cheap: the venv has pytest and the stand-in only, and the lock (TORCH_TEST_LOCK) names just
+# those (pins and hashes from the pinned lock), so @pypi's fetch finds every locked package
+# present and downloads nothing. Own output base; removed on exit.
 source "$(dirname "$0")/lib.sh"
 private_output_base torch_test_poison
 
 python3 -m venv "$scratch/venv"
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
-PYTHONDONTWRITEBYTECODE=1 "$TORCH_TEST_PYTHON" -m pip install -q --no-compile pytest >/dev/null 2>&1 ||
+# pytest as the pinned lock has it, into the venv; the tests' lock names it and torch.
+python3 -m tools.selftest.lock_subset third_party/python/requirements.lock \
+  iniconfig packaging pluggy pygments pytest >"$scratch/pytest.lock"
+PYTHONDONTWRITEBYTECODE=1 "$TORCH_TEST_PYTHON" -m pip install -q --no-compile --no-deps \
+  --require-hashes -r "$scratch/pytest.lock" >/dev/null 2>&1 ||
   { fail "pip install pytest into the venv"; finish; }
+python3 -m tools.selftest.lock_subset third_party/python/requirements.lock \
+  iniconfig packaging pluggy pygments pytest torch >"$scratch/small.lock"
+export TORCH_TEST_LOCK="$scratch/small.lock"
 site="$("$TORCH_TEST_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 mkdir -p "$site/torch" "$site/torch-1.0.0.dist-info"
 printf 'from . import cuda, version\n__version__ = "1.0.0"\n' >"$site/torch/__init__.py"

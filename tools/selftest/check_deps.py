@@ -9,6 +9,7 @@ tool's library depends on //test_utils. Edits nothing: the workspace's own Bazel
 
 import re
 import sys
+from xml.etree import ElementTree
 
 from tools.selftest.harness import ROOT, Checks, workspace_bazel
 
@@ -34,25 +35,38 @@ def imported(text: str, modules: set[str]) -> set[str]:
     return wanted
 
 
+def test_sources(rules: str) -> dict[str, list[str]]:
+    """{py_test label: its srcs} from `bazel query --output=xml` of the tests."""
+    sources = {}
+    for rule in ElementTree.fromstring(rules).iter("rule"):
+        srcs = rule.find("list[@name='srcs']")
+        labels = [] if srcs is None else [label.get("value") for label in srcs.iter("label")]
+        sources[rule.get("name")] = labels
+    return sources
+
+
 def missing_deps(query) -> tuple[int, list[str]]:
-    """How many py_tests there are, and each test_utils import without its dependency."""
-    sources = query("kind('source file', //test_utils:*)")
+    """How many py_tests there are, and each test_utils import without its dependency.
+
+    QUERY(*args) is `bazel query`'s output. A query per test_utils module (the tests that
+    depend on it) and one for every test's srcs, not two per test.
+    """
+    sources = query("kind('source file', //test_utils:*)").split()
     modules = {label.split(":")[1][:-3] for label in sources if label.endswith(".py")}
+    tests = test_sources(query("--output=xml", "kind(py_test, //...)"))
+    dependents = {
+        module: set(query(f"rdeps(kind(py_test, //...), //test_utils:{module}.py)").split())
+        for module in sorted(modules)
+    }
     missing = []
-    tests = query("kind(py_test, //...)")
-    for test in tests:
+    for test, srcs in sorted(tests.items()):
         package = test[2:].split(":")[0]
-        srcs = [
-            label for label in query(f"labels(srcs, {test})") if label.startswith(f"//{package}:")
-        ]
         wanted = set()
         for src in srcs:
-            wanted |= imported((ROOT / src[2:].replace(":", "/")).read_text(), modules)
-        if not wanted:
-            continue
-        have = set(query(f"kind('source file', deps({test})) intersect //test_utils:*"))
+            if src.startswith(f"//{package}:"):
+                wanted |= imported((ROOT / src[2:].replace(":", "/")).read_text(), modules)
         for module in sorted(wanted):
-            if f"//test_utils:{module}.py" not in have:
+            if test not in dependents[module]:
                 missing.append(f"{test} imports test_utils.{module} without depending on it")
     return len(tests), missing
 
@@ -61,11 +75,11 @@ def main() -> int:
     checks = Checks("check_deps")
     with workspace_bazel() as bazel:
 
-        def query(expr: str) -> list[str]:
-            done = bazel.run("query", expr)
+        def query(*args: str) -> str:
+            done = bazel.run("query", *args)
             if done.returncode != 0:
-                raise RuntimeError(f"bazel query {expr} failed:\n{done.stderr[-2000:]}")
-            return done.stdout.split()
+                raise RuntimeError(f"bazel query {args} failed:\n{done.stderr[-2000:]}")
+            return done.stdout
 
         count, missing = missing_deps(query)
         checks.expect(

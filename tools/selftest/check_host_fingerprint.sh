@@ -9,13 +9,21 @@
 #      copy), as rsync -a, tar and image layers with normalised timestamps make them
 #   6. re-run after an edit of a package installed editable through setuptools' finder
 #      (`__editable___*_finder.py` MAPPING; no .pth path names its sources)
-# Cheap: the venv has no torch (pip only), the probe imports json. Uses its own output base,
-# so the pinned-mode server and cache are left alone.
+# Cheap: the venv has no torch, the probe imports json. A small lock (pytest and its
+# dependencies, hashes from the pinned lock) through TORCH_TEST_LOCK, installed into the venv:
+# each re-fetch of @pypi (every environment change above) finds every locked package present
+# and downloads nothing. Uses its own output base, so the pinned-mode server and cache are left
+# alone.
 source "$(dirname "$0")/lib.sh"
 private_output_base torch_test_host_fp
 
 python3 -m venv "$scratch/venv"
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
+python3 -m tools.selftest.lock_subset third_party/python/requirements.lock \
+  iniconfig packaging pluggy pygments pytest >"$scratch/small.lock"
+export TORCH_TEST_LOCK="$scratch/small.lock"
+"$TORCH_TEST_PYTHON" -m pip install -q --no-deps --require-hashes -r "$TORCH_TEST_LOCK" \
+  >"$scratch/pip.log" 2>&1 || { fail "pip install of the small lock: $(tail -3 "$scratch/pip.log")"; finish; }
 site="$("$TORCH_TEST_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 probe=//tools/selftest:probe_plain
 expect_probe() { expect_private_run "$probe" "$@"; }

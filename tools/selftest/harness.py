@@ -178,7 +178,15 @@ def sync(source: pathlib.Path, files: list[str], copy: pathlib.Path) -> int:
 
 
 def workspace_output_base(root: pathlib.Path = ROOT) -> pathlib.Path | None:
-    """The workspace's own output base (Bazel's, not the scratch's), or None if Bazel cannot say."""
+    """The workspace's own output base (Bazel's, not the scratch's), or None if Bazel cannot say.
+
+    Read from the workspace's bazel-out link (OUTPUT_BASE/execroot/NAME/bazel-out) where there
+    is one: `bazel info` would wait for whatever the workspace's server is running (the other
+    lane of `python3 -m tools.selftest --parallel`).
+    """
+    link = root / "bazel-out"
+    if link.is_symlink():
+        return pathlib.Path(os.readlink(link)).parents[2]
     done = subprocess.run(
         [str(root / "tools/bazel"), "info", "output_base"],
         cwd=root,

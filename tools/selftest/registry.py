@@ -1,0 +1,219 @@
+"""Every self-test of the project, by name: what it checks, what it costs, what it needs.
+
+`python3 -m tools.selftest --list` prints this table; `.ci/run` runs it whole (`--all --parallel`).
+A check is a command run from the workspace root (a shell script by its path, a Python module,
+pytest on a file); it passes when it exits 0. Costs are rough seconds on CI's 2-core CPU host.
+
+`base` says whose Bazel server and output base a check drives (and so its lane under
+`--parallel`: workspace and none in one, scratch and own in the other):
+  workspace  the workspace's own (they queue behind each other; they share its cache)
+  scratch    the harness's scratch copy and its output base (tools/selftest/harness.py), shared
+             by those checks and seeded with the workspace's @pypi
+  own        output bases of its own (another interpreter, lock or rig: nothing to share)
+  none       no Bazel
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    name: str
+    what: str  # one line
+    cost_s: int
+    needs: tuple[str, ...]
+    argv: tuple[str, ...]
+    base: str
+
+
+def _module(name: str) -> tuple[str, ...]:
+    return ("python3", "-m", name)
+
+
+# In `--all`'s order. First what needs no Bazel (seconds: a broken tree shows at once), then
+# the workspace's server while its analysis is warm from the suite, the gate last there; then
+# the rest, the rig's check first (its waits overlap the other lane's work under --parallel),
+# the scratch copy's checks together.
+CHECKS = (
+    Check(
+        "docs-paths",
+        "every repository path the READMEs and docs/ name exists",
+        1,
+        (),
+        _module("tools.selftest.check_docs_paths"),
+        "none",
+    ),
+    Check(
+        "lock-keeps-pins",
+        "tools/python/update_lock.sh against the index: a lock edit keeps every other pin",
+        10,
+        ("network",),
+        ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+        + ("tools/python/tests/test_lock_compile.py",),
+        "none",
+    ),
+    Check(
+        "macro-errors",
+        "contradictory torch_test declarations fail at loading, naming the problem; suites "
+        "and --config tag filters select the table's variants",
+        25,
+        ("bazel",),
+        ("tools/selftest/check_macro_errors.sh",),
+        "workspace",
+    ),
+    Check(
+        "deps",
+        "every test depends on the test_utils modules it imports; no tool on //test_utils",
+        70,
+        ("bazel",),
+        _module("tools.selftest.check_deps"),
+        "workspace",
+    ),
+    Check(
+        "shards",
+        "Bazel shards partition a target's tests; an unstable collection fails every shard",
+        7,
+        ("bazel",),
+        _module("tools.selftest.check_shards"),
+        "workspace",
+    ),
+    Check(
+        "filters",
+        "args with spaces reach pytest; run of a sharded target; a new package is in --config=cpu",
+        5,
+        ("bazel",),
+        ("tools/selftest/check_filters.sh",),
+        "workspace",
+    ),
+    Check(
+        "undeclared-reads",
+        "a test (its ranks, any subprocess; in Python or C, a stat) sees no undeclared source file",
+        150,
+        ("bazel",),
+        ("tools/selftest/check_undeclared_reads.sh",),
+        "workspace",
+    ),
+    Check(
+        "add-test",
+        "tools/add_test.py's stanzas, pasted as printed, load and place cases as printed",
+        200,
+        ("bazel",),
+        ("tools/ci/check_add_test.sh",),
+        "workspace",
+    ),
+    Check(
+        "gpu-host",
+        "a GPU host whose torch cannot use its GPUs stops bazel test, saying how to go on",
+        35,
+        ("bazel",),
+        ("tools/selftest/check_gpu_host.sh",),
+        "workspace",
+    ),
+    Check(
+        "stress-short",
+        "every distributed CPU target 3 times at once: failures, port clashes, orphans",
+        165,
+        ("bazel",),
+        ("bench/stress.sh", "short"),
+        "workspace",
+    ),
+    Check(
+        "gate-selftest",
+        "the upgrade gate through real Bazel on tiny fixtures (FLAKY, TIMEOUT, saved runs, ...)",
+        75,
+        ("bazel",),
+        ("python3", "tools/gate/selftest_bazel.py"),
+        "workspace",
+    ),
+    Check(
+        "gate-torch-2.15.0",
+        "the upgrade gate: the pinned lock vs torch 2.15.0 over every CPU target",
+        480,
+        ("bazel", "network", "venv"),
+        ("tools/gate/ci_gate.sh",),
+        "workspace",  # the baseline side runs on the workspace's output base
+    ),
+    Check(
+        "remote",
+        "remote execution and caching against a loopback REAPI rig, faults included",
+        450,
+        ("bazel", "rig", "network"),
+        ("tools/remote/check_remote.sh",),
+        "own",
+    ),
+    Check(
+        "cache",
+        "an edit (lock, test_utils module, recorded duration) re-runs exactly its dependents",
+        65,
+        ("bazel", "network"),
+        _module("tools.selftest.check_cache"),
+        "scratch",
+    ),
+    Check(
+        "bad-lock",
+        "a broken lock fails @pypi's fetch with pip's reason",
+        12,
+        ("bazel", "network"),
+        _module("tools.selftest.check_bad_lock"),
+        "scratch",
+    ),
+    Check(
+        "refetch",
+        "a failed or interrupted re-fetch of @pypi keeps every cached result",
+        110,
+        ("bazel", "network"),
+        _module("tools.selftest.check_refetch"),
+        "scratch",
+    ),
+    Check(
+        "host-setup",
+        "tools/bazel setup sets the host mode once per checkout; TORCH_TEST_PYTHON overrides it",
+        60,
+        ("bazel", "network", "venv"),
+        _module("tools.selftest.check_host_setup"),
+        "scratch",
+    ),
+    Check(
+        "pinned-interpreter",
+        "pinned mode re-runs tests when the interpreter's stdlib changes",
+        22,
+        ("bazel", "network"),
+        ("tools/selftest/check_pinned_interpreter.sh",),
+        "own",
+    ),
+    Check(
+        "host-mode",
+        "TORCH_TEST_PYTHON: tests on the image's packages, missing ones from the lock or "
+        "SKIPPED; a changed image re-runs them",
+        200,
+        ("bazel", "network", "venv"),
+        ("tools/selftest/check_host_mode.sh",),
+        "own",
+    ),
+    Check(
+        "host-fingerprint",
+        "host mode keys results on the environment's files (patched, added, touch -r, editable)",
+        270,
+        ("bazel", "network", "venv"),
+        ("tools/selftest/check_host_fingerprint.sh",),
+        "own",
+    ),
+    Check(
+        "bytecode-poison",
+        "a test that forges torch's bytecode cannot change what a later target imports",
+        110,
+        ("bazel", "network", "venv"),
+        ("tools/selftest/check_bytecode_poison.sh",),
+        "own",
+    ),
+    Check(
+        "accelerators",
+        "on a GPU host: a cpu target's torch sees no GPU, a gpu target's sees its lease",
+        60,
+        ("bazel", "gpu"),
+        ("tools/selftest/check_accelerators.sh",),
+        "own",
+    ),
+)
+
+BY_NAME = {check.name: check for check in CHECKS}
