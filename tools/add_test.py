@@ -1,6 +1,10 @@
 """Prints the torch_test stanza for a test file, and what it measured to get there.
 
     python3 tools/add_test.py path/to/test_x.py [--no-run]     (from any directory)
+    python3 tools/add_test.py DIR [--no-run] [--jobs N]        (writes DIR's files: below)
+
+For a directory, tools/add_test_dir.py writes DIR/BUILD.bazel and the expectations files of
+every test_*.py in it, measuring the files in parallel, and on a re-run updates what changed.
 
 Collects the file the way its targets will, in the tests' own environment: @pypi's, which
 `tools/bazel` fetches (the pinned lock, or the host interpreter when TORCH_TEST_PYTHON is set),
@@ -13,16 +17,20 @@ Prints:
   - the stanza: variants, nccl / triton, deps (tools/add_test_deps.py: from the modules loaded;
     every label exists in @pypi's manifest or a BUILD file), expectations when cases skipped;
   - per variant, the cases that land there;
-  - the skips measured, as expectations entries with their `match`, to review;
+  - what the cpu cases did (unless --no-run), as expectations entries to review: skips with
+    their reason, failures as `fail` entries with `proposed = true` (the runner refuses one
+    until a person removes that line); expected failures that failed need none;
   - plainly, when the file cannot be collected on this host, or defines tests nothing collects.
 Exit status 1 when the file cannot be collected here (the stanza would be a guess).
 """
 
 import ast
 import dataclasses
+import hashlib
 import json
 import os
 import pathlib
+import pwd
 import re
 import subprocess
 import sys
@@ -32,6 +40,7 @@ sys.path.insert(0, str(ROOT))  # run as `python3 tools/add_test.py` from any dir
 
 from tools import add_test_collect, add_test_deps  # noqa: E402
 from tools.hardware import envvars, probe, variants  # noqa: E402
+from tools.runner.session import expectations  # noqa: E402
 
 COLLECTOR = ROOT / "tools" / "add_test_collect.py"
 # As the cpu variant's environment (CPU_ENV in tools/build_defs/variants.bzl) hides them.
@@ -57,6 +66,42 @@ class Environment:
         return cls(sys.executable, None, manifest, "this target's interpreter")
 
 
+def _environment_at(repo: pathlib.Path) -> Environment:
+    manifest = json.loads((repo / "manifest.json").read_text())
+    mode = "host interpreter " + os.environ.get(envvars.PYTHON, "")
+    described = mode if manifest.get("mode") == "host" else "@pypi's pinned lock"
+    return Environment(str(repo / "venv" / "bin" / "python3"), repo / "site", manifest, described)
+
+
+def _asks_for_host_mode() -> bool:
+    """Whether tools/bazel would use a host interpreter (its TORCH_TEST_PYTHON, setup file)."""
+    chosen = os.environ.get(envvars.PYTHON)
+    if chosen is None:
+        setup_file = ROOT / ".torch_test_host_python"
+        chosen = setup_file.read_text().strip() if setup_file.is_file() else ""
+    return chosen not in ("", "pinned")
+
+
+def fetched_pypi() -> Environment | None:
+    """@pypi as tools/bazel last fetched it, read where Bazel keeps it by default, without
+    starting Bazel (a command would queue behind any build running in this checkout); None when
+    it is not there, is of the other mode, is older than the lock, or another lock is asked for."""
+    if os.environ.get("TORCH_TEST_LOCK"):
+        return None
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
+    user = os.environ.get("USER") or pwd.getpwuid(os.getuid()).pw_name  # as Bazel names it
+    workspace = hashlib.md5(str(ROOT).encode()).hexdigest()
+    repo = cache / "bazel" / f"_bazel_{user}" / workspace / "external" / "pypi"
+    manifest = repo / "manifest.json"
+    lock = ROOT / "third_party" / "python" / "requirements.lock"
+    if not manifest.is_file() or manifest.stat().st_mtime < lock.stat().st_mtime:
+        return None
+    env = _environment_at(repo)
+    if (env.manifest.get("mode") == "host") != _asks_for_host_mode():
+        return None
+    return env
+
+
 def pypi_environment() -> Environment:
     """@pypi's environment, fetched by tools/bazel in the mode its environment asks for."""
     bazel = [str(ROOT / "tools" / "bazel")]
@@ -68,12 +113,7 @@ def pypi_environment() -> Environment:
     base = subprocess.run(
         [*bazel, "info", "output_base"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
-    repo = pathlib.Path(base, "external", "pypi")
-    manifest = json.loads((repo / "manifest.json").read_text())
-    mode = "host interpreter " + os.environ.get(envvars.PYTHON, "")
-    described = mode if manifest.get("mode") == "host" else "@pypi's pinned lock"
-    site = repo / "site"
-    return Environment(str(repo / "venv" / "bin" / "python3"), site, manifest, described)
+    return _environment_at(pathlib.Path(base, "external", "pypi"))
 
 
 def collect(path: pathlib.Path, env: Environment, run: bool) -> dict:
@@ -110,17 +150,22 @@ def _list(name: str, values: list[str]) -> list[str]:
 def stanza(
     path: pathlib.Path, placed: dict[str, list], deps: list[str], expectations: bool = False
 ) -> str:
+    """The torch_test call, its arguments in buildifier's order (name, the others by name,
+    deps), so that formatting the BUILD file changes nothing."""
     used_variants = [v for v in variants.VARIANTS if any(p[0] == v for p in placed.values())]
-    lines = ["torch_test(", f'    name = "{path.stem}",']
+    arguments = {}
     if used_variants != ["cpu"]:
-        lines += _list("variants", used_variants)
+        arguments["variants"] = _list("variants", used_variants)
     for feature in probe.FEATURES:
         used = [
             v for v in used_variants if any(p[0] == v and feature in p[1] for p in placed.values())
         ]
-        lines += _list(feature, used)
+        arguments[feature] = _list(feature, used)
     if expectations:
-        lines.append(f'    expectations = "{path.stem}.expectations.toml",')
+        arguments["expectations"] = [f'    expectations = "{path.stem}.expectations.toml",']
+    lines = ["torch_test(", f'    name = "{path.stem}",']
+    for name in sorted(arguments):
+        lines += arguments[name]
     lines += _list("deps", deps)
     return "\n".join(lines + [")"])
 
@@ -140,21 +185,131 @@ def placement(placed: dict[str, list]) -> str:
     return "\n".join(lines)
 
 
-def expectation_entries(path: pathlib.Path, skips: list[list[str]]) -> str:
-    """The measured skips as [[expect]] entries (node ids without the file's directories)."""
-    blocks = []
-    for nodeid, reason in skips:
-        test = path.name + nodeid[nodeid.index("::") :] if "::" in nodeid else nodeid
-        first_line = reason.strip().splitlines()[0] if reason.strip() else reason
-        blocks.append(
-            "[[expect]]\n"
-            f"test = {json.dumps(test)}\n"
-            'outcome = "skip"\n'
-            f"reason = {json.dumps(first_line)}\n"
-            f"match = {json.dumps(re.escape(first_line[:80]))}\n"
-            'variants = ["cpu"]\n'
+# Text a failure's message or a skip's reason may hold that differs from run to run or between
+# this run and the target's: an address, an absolute path (the runfiles tree is elsewhere).
+_VOLATILE = re.compile(r"0x[0-9a-fA-F]{4,}|(?<![\w.])/[^\s'\"]+")
+_MAX_LITERAL = 80
+
+
+def stable_prefix(text: str) -> str:
+    """The start of `text` an entry can match literally: its first line (after any leading
+    whitespace), up to the first volatile part, at most _MAX_LITERAL characters."""
+    lead = len(text) - len(text.lstrip())
+    end = text.find("\n", lead)
+    end = len(text) if end < 0 else end
+    volatile = _VOLATILE.search(text, lead, end)
+    if volatile:
+        end = volatile.start()
+    return text[: min(end, lead + _MAX_LITERAL)].rstrip()
+
+
+def _long_enough(literal: str) -> bool:
+    return len("".join(literal.split())) >= expectations.MIN_LITERAL
+
+
+@dataclasses.dataclass
+class Proposals:
+    """What the measured cpu cases ask of the expectations file, and what no entry can say."""
+
+    entries: list[dict]
+    notes: list[str]
+
+
+def _local(path: pathlib.Path, nodeid: str) -> str:
+    return path.name + nodeid[nodeid.index("::") :] if "::" in nodeid else nodeid
+
+
+def proposals(path: pathlib.Path, result: dict) -> Proposals:
+    """Entries for the measured outcomes of `result` (tools/add_test_collect.py, --run): each
+    skip with torch's own reason; each failure as a `fail` entry whose match is the literal
+    start of its first failure, `proposed = true` so that a person decides; none for a case
+    that failed as it expected to (xfail, unittest.expectedFailure)."""
+    entries, notes = [], []
+    for nodeid, reason in result.get("skips", []):
+        literal = stable_prefix(reason)
+        test = _local(path, nodeid)
+        if not _long_enough(literal):
+            notes.append(f"{test}: skipped ({reason!r}), a reason too short to declare")
+            continue
+        entries.append(
+            {
+                "test": test,
+                "outcome": "skip",
+                "reason": literal,
+                "match": literal,
+                "variants": ["cpu"],
+            }
         )
-    return "\n".join(blocks)
+    torch = result.get("torch") or "this torch"
+    for nodeid, first, later in result.get("fails", []):
+        test = _local(path, nodeid)
+        text = f"{first['type']}: {first['msg']}"
+        kind = first["type"]
+        if not expectations._TYPE_NAME.fullmatch(kind):  # a class defined in a function
+            kind = kind.rsplit(".", 1)[-1]
+        prefix = stable_prefix(first["msg"])
+        if not _long_enough(prefix):
+            notes.append(f"{test}: fails with {text[:200]!r}, a message too short to declare")
+            continue
+        entry = {
+            "test": test,
+            "outcome": "fail",
+            "reason": f"fails on torch {torch} as measured by add_test",
+            "match": f"{kind}: {prefix}",
+            "variants": ["cpu"],
+            "proposed": True,
+        }
+        # The runner's own reading of the entry must accept what was measured.
+        if expectations.Entry(0, test, "fail", "", entry["match"]).matched(text) is None:
+            notes.append(f"{test}: fails with {text[:200]!r}, which no literal entry matches")
+            continue
+        entries.append(entry)
+        if later is not None:
+            notes.append(
+                f"{test}: failed, then also {later['type']}: {later['msg'][:200]!r} (a later "
+                "phase): the entry covers the first failure only"
+            )
+    for nodeid in result.get("xpassed", []):
+        notes.append(
+            f"{_local(path, nodeid)}: expected to fail (xfail / expectedFailure) and passed; "
+            "no entry can declare that: its target fails it"
+        )
+    return Proposals(entries, notes)
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string: quotes, backslashes and control characters escaped."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def entry_text(entry: dict) -> str:
+    """One [[expect]] entry as TOML, keys in the order expectations.py lists them."""
+    lines = ["[[expect]]"]
+    for key, value in entry.items():
+        if isinstance(value, bool):
+            lines.append(f"{key} = {'true' if value else 'false'}")
+        elif isinstance(value, list):
+            lines.append(f"{key} = [{', '.join(toml_string(v) for v in value)}]")
+        else:
+            lines.append(f"{key} = {toml_string(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def expected_failures(result: dict) -> list[str]:
+    """Cases that failed as they expected to: their target accepts that, with no entry."""
+    return result.get("xfails", [])
 
 
 def uncollected_classes(source: str, placed: dict[str, list]) -> list[str]:
@@ -189,29 +344,40 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
     if not placed and not result["errors"]:
         out.append("# NO TEST CASES: pytest collects nothing from this file.")
     deps = add_test_deps.labels_for(result, path, ROOT, env.manifest)
-    skips = result["skips"]
-    out.append(stanza(path, placed, deps.labels, expectations=bool(skips)))
+    proposed = proposals(path, result)
+    out.append(stanza(path, placed, deps.labels, expectations=bool(proposed.entries)))
     out += [f"# deps: {note}" for note in deps.notes]
     out.append("# Placement (cases per variant; each variant is a target):")
     out.append(placement(placed) or "#   none")
     if ran:
         gpu_cases = sum(1 for p in placed.values() if p[0] not in (None, "cpu"))
         out.append(
-            f"# Skips measured on this host (cpu cases; {gpu_cases} GPU-variant cases not run "
-            f"here): {len(skips)}"
+            f"# Measured on this host (cpu cases; {gpu_cases} GPU-variant cases not run here): "
+            f"{len(result['skips'])} skipped, {len(result['fails'])} failed, "
+            f"{len(expected_failures(result))} failed as they expected to (nothing to declare)"
         )
-        if skips:
+        out += [f"# {note}" for note in proposed.notes]
+        if proposed.entries:
             out.append(f"# Review, then save as {path.stem}.expectations.toml beside the file:")
-            out.append(expectation_entries(path, skips))
+            out.append("\n".join(entry_text(e) for e in proposed.entries))
     return "\n".join(out), 1 if result["errors"] else 0
 
 
+def tests_environment() -> Environment:
+    """@pypi's environment: as fetched already (no Bazel command), else fetched now."""
+    return fetched_pypi() or pypi_environment()
+
+
 def main(argv: list[str]) -> int:
+    if any(pathlib.Path(a).is_dir() for a in argv if not a.startswith("--")):
+        from tools import add_test_dir
+
+        return add_test_dir.main(argv)
     files = [a for a in argv if not a.startswith("--")]
     if len(files) != 1 or set(argv) - {*files, "--no-run"}:
         raise SystemExit(__doc__)
     path = pathlib.Path(files[0]).resolve()
-    env = pypi_environment()
+    env = tests_environment()
     run = "--no-run" not in argv
     text, status = report(path, collect(path, env, run), env, run)
     print(text)

@@ -12,7 +12,16 @@ one line, RESULT_PREFIX + JSON:
   requires    {distribution: [distribution]}: each loaded distribution's requirements,
               transitively, as installed here (what @pypi's libraries bring along)
   errors      collection errors (e.g. an import that fails on this host)
-  skips       [[node id, reason]] of cpu cases that skipped here (with --run)
+  expected    node ids of cases that expect to fail (an xfail marker, unittest's
+              expectedFailure: tools/runner/session/inventory.expected_failure)
+  torch       the torch version the file ran with (None: it imported no torch)
+With --run, what the cpu cases did here (others are not this variant's):
+  skips       [[node id, reason]]: skipped (an expected failure that failed is no skip)
+  xfails      [node id]: failed as they expected to
+  xpassed     [node id]: expected to fail, and passed
+  fails       [[node id, first, later]]: failed; `first` is what the runner's witness reads of
+              the case's first failure in any phase (tools/runner/process/witness.exception),
+              `later` the same of a failure after it in a later phase, or None
 """
 
 import importlib.metadata
@@ -21,9 +30,14 @@ import os
 import re
 import sys
 
+# Imported before the session starts, so what they load is not counted as the file's.
+from tools.runner.process import witness
+from tools.runner.session import inventory
+
 RESULT_PREFIX = "torch_test add_test: "
 PLUGIN = "tools.runner.session.plugin"
 NOT_APPLICABLE_PROPERTY = "torch_test.not_applicable"  # tools.runner.session.outcome_audit
+_UNEXPECTED_SUCCESS = "Unexpected success"  # pytest's failure for unittest's unexpected success
 
 
 def _canonical(name: str) -> str:
@@ -84,7 +98,11 @@ class Recorder:
         self.before = set()
         self.loaded = {}
         self.errors = []
+        self.expected = set()
         self.skips = []
+        self.xfails = []
+        self.called = set()
+        self.failures = {}  # node id: [witness.exception of each failed phase, in order]
 
     def pytest_sessionstart(self, session):
         self.plugin = session.config.pluginmanager.get_plugin(PLUGIN)
@@ -104,7 +122,21 @@ class Recorder:
             if name not in ("__main__", "__mp_main__") and file != __file__:
                 self.loaded[name] = file
 
+    def pytest_runtest_makereport(self, item, call):
+        # What raised in this phase, as the runner's witness reads it (its verdict's input).
+        # Read here, not from the report: for a unittest case, pytest's own hook has by now put
+        # the exception unittest handed it in `call`.
+        if call.excinfo is not None:
+            seen = witness.exception(call.excinfo.value)
+            if not seen["skip"] and not seen["xfail"]:
+                self.failures.setdefault(item.nodeid, []).append(seen)
+
     def pytest_runtest_logreport(self, report):
+        if report.when == "call":
+            self.called.add(report.nodeid)
+        if report.skipped and hasattr(report, "wasxfail"):  # failed as it expected to
+            self.xfails.append(report.nodeid)
+            return
         # Skips "not applicable to this hardware table" are the plugin's, accepted as they are.
         accepted = any(key == NOT_APPLICABLE_PROPERTY for key, _ in report.user_properties)
         if report.skipped and report.when in ("setup", "call") and not accepted:
@@ -112,10 +144,32 @@ class Recorder:
             reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
             self.skips.append([report.nodeid, str(reason).removeprefix("Skipped: ")])
 
+    def xpassed(self) -> list[str]:
+        """Cases that expected to fail and passed: a strict xfail marker's XPASS, which raises
+        nothing, or unittest's "Unexpected success", which pytest raises as a failure."""
+        out = []
+        for nodeid in sorted(self.expected & self.called - set(self.xfails)):
+            seen = self.failures.get(nodeid)
+            if not seen or seen[0]["msg"] == _UNEXPECTED_SUCCESS and seen[0]["type"] == "Failed":
+                out.append(nodeid)
+        return out
+
+    def fails(self) -> list:
+        """[node id, first failure, a later one or None] of each case that failed, less those
+        that failed as they expected to or passed against their expectation."""
+        out = []
+        skipped = set(self.xfails) | set(self.xpassed())
+        for nodeid, seen in self.failures.items():
+            if nodeid not in skipped:
+                out.append([nodeid, seen[0], seen[1] if len(seen) > 1 else None])
+        return out
+
     def _record(self, items):
         for item in items:
             req = self.plugin.requirements(item)
             self.placed[item.nodeid] = [req.variant, sorted(req.features)]
+            if inventory.expected_failure(item) is not None:
+                self.expected.add(item.nodeid)
 
 
 def main(argv: list[str]) -> int:
@@ -132,7 +186,12 @@ def main(argv: list[str]) -> int:
         "dists": dists,
         "requires": _requirement_closure({d for ds in dists.values() for d in ds}),
         "errors": recorder.errors,
+        "expected": sorted(recorder.expected),
+        "torch": getattr(sys.modules.get("torch"), "__version__", None),
         "skips": recorder.skips,
+        "xfails": recorder.xfails,
+        "xpassed": recorder.xpassed(),
+        "fails": recorder.fails(),
         "exit": int(code),
     }
     print(RESULT_PREFIX + json.dumps(result), flush=True)

@@ -126,8 +126,10 @@ def labels_for(result: dict, test_file: pathlib.Path, root: pathlib.Path, manife
     for module, file in sorted(result["modules"].items()):
         if module == TORCH_TESTING_MODULE:
             first_party.add(TORCH_TESTING)
-        # Resolved: under Bazel the module's file is a runfiles link into the source tree.
-        path = pathlib.Path(os.path.realpath(file)) if file else None
+        # Resolved: under Bazel the module's file is a runfiles link into the source tree. A
+        # bare name (torch.classes' `_classes.py`, torch.ops' `_ops.py`) is no file's path:
+        # resolved, it would name a file of whatever directory add_test runs in.
+        path = pathlib.Path(os.path.realpath(file)) if file and os.path.isabs(file) else None
         if path is not None and root in path.parents:
             if path == test_file:
                 continue

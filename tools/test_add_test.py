@@ -63,13 +63,13 @@ def test_stanza_places_upstream_decorators(tmp_path):
     assert printed == textwrap.dedent("""\
         torch_test(
             name = "test_from_upstream",
+            nccl = ["multi_gpu"],
+            triton = ["gpu"],
             variants = [
                 "cpu",
                 "gpu",
                 "multi_gpu",
             ],
-            nccl = ["multi_gpu"],
-            triton = ["gpu"],
             deps = ["//test_utils:torch_testing"],
         )""")
     listing = add_test.placement(placed)
@@ -107,7 +107,7 @@ def test_measured_skips_and_lost_classes_are_reported(tmp_path):
     assert "DEFINES TESTS NOTHING COLLECTS" in text and "TestLost (1 test methods)" in text
     assert 'expectations = "test_skips.expectations.toml"' in text
     assert 'test = "test_skips.py::TestSkips::test_widget"' in text
-    assert 'match = "needs\\\\ a\\\\ widget\\\\ \\\\(none\\\\ here\\\\)"' in text
+    assert 'match = "needs a widget (none here)"' in text
 
 
 def test_a_file_that_cannot_be_collected_here_is_said_so(tmp_path):

@@ -49,5 +49,18 @@ def test_a_guarded_import_that_did_not_run_is_no_dep():
     assert not [label for label in labels if "triton" in label]
 
 
+def test_a_module_whose_file_is_a_bare_name_is_no_repository_file(monkeypatch):
+    # torch gives torch.classes and torch.ops bare __file__ names: resolved against the
+    # directory add_test runs in (here the repository's root) they looked like its files.
+    monkeypatch.chdir(add_test.ROOT)
+    result = {
+        "modules": {"torch._classes": "_classes.py", "torch._ops": "_ops.py"},
+        "dists": {},  # no installed file is theirs (tools/add_test_collect.py)
+        "requires": {},
+    }
+    deps = add_test_deps.labels_for(result, add_test.ROOT / "t.py", add_test.ROOT, {})
+    assert (deps.labels, deps.notes) == ([], [])
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))

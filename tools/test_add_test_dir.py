@@ -1,0 +1,249 @@
+"""tools/add_test.py DIR (tools/add_test_dir.py): a directory's BUILD.bazel and expectations
+files in one command, measured outcomes proposed, and a re-run that keeps what a person wrote.
+
+The merges are checked on their own (fast); one directory of two upstream-style files is
+measured in this test's interpreter (@pypi's, as add_test uses) and written as a user would.
+"""
+
+import os
+import pathlib
+import sys
+import textwrap
+import tomllib
+
+import pytest
+
+from tools import add_test, add_test_dir
+from tools.runner.session import expectations
+
+SHAPES = """
+import unittest
+
+from torch.testing._internal.common_utils import TestCase
+from torch.testing._internal.triton_utils import requires_gpu
+
+
+class TestShapes(TestCase):
+    @unittest.expectedFailure
+    def test_known_to_fail(self):
+        self.assertEqual(1, 2)
+
+    @unittest.expectedFailure
+    def test_known_to_fail_but_passes(self):
+        pass
+
+    def test_breaks_on_this_torch(self):
+        raise ValueError("the widget count is wrong at 0x7f00deadbeef again")
+
+    @unittest.skip("needs a widget (none here)")
+    def test_needs_a_widget(self):
+        pass
+
+    @requires_gpu
+    def test_on_a_gpu(self):
+        pass
+
+    def test_fine(self):
+        pass
+"""
+
+PLAIN = """
+def test_plain():
+    assert True
+"""
+
+
+def _environment() -> add_test.Environment:
+    return add_test.Environment.of_this_interpreter()
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("upstream_dir")
+    (directory / "test_shapes.py").write_text(SHAPES)
+    (directory / "test_plain.py").write_text(PLAIN)
+    files = add_test_dir.test_files(directory)
+    return directory, add_test_dir.measure(files, _environment(), run=True, jobs=2)
+
+
+def test_a_directory_is_written_in_one_command(measured):
+    directory, results = measured
+    said, status = add_test_dir.write(directory, results, _environment(), ran=True)
+    assert status == 0, said
+    build = (directory / "BUILD.bazel").read_text()
+    assert build.count(add_test_dir.MARKER) == 2
+    assert 'name = "test_plain",' in build and 'name = "test_shapes",' in build
+    assert 'expectations = "test_shapes.expectations.toml",' in build
+    assert build.rstrip().endswith("torch_test_suites()")
+    shapes = build[build.index('name = "test_shapes"') :]
+    assert '"gpu",' in shapes and 'triton = ["gpu"],' in shapes  # requires_gpu: a GPU test
+    assert not (directory / "test_plain.expectations.toml").exists()
+
+    toml = directory / "test_shapes.expectations.toml"
+    entries = {e["test"]: e for e in tomllib.loads(toml.read_text())["expect"]}
+    # Expected failures need no entry (and are no skips); the GPU test did not run here.
+    assert sorted(entries) == [
+        "test_shapes.py::TestShapes::test_breaks_on_this_torch",
+        "test_shapes.py::TestShapes::test_needs_a_widget",
+    ]
+    assert entries["test_shapes.py::TestShapes::test_needs_a_widget"] == {
+        "test": "test_shapes.py::TestShapes::test_needs_a_widget",
+        "outcome": "skip",
+        "reason": "needs a widget (none here)",
+        "match": "needs a widget (none here)",
+        "variants": ["cpu"],
+    }
+    fail = entries["test_shapes.py::TestShapes::test_breaks_on_this_torch"]
+    assert fail["match"] == "ValueError: the widget count is wrong at"  # the address left out
+    assert fail["proposed"] is True
+    assert any("test_known_to_fail_but_passes: expected to fail" in line for line in said)
+    assert "1 skipped, 1 failed (proposed), 1 failed as expected" in "\n".join(said)
+
+    # The runner refuses the proposal, naming it, until a person removes `proposed = true`.
+    with pytest.raises(expectations.ExpectationError, match="a proposed entry .*breaks_on"):
+        expectations.load(str(toml), ["cpu", "gpu"])
+    toml.write_text(toml.read_text().replace("proposed = true\n", ""))
+    confirmed = {e.test: e for e in expectations.load(str(toml), ["cpu", "gpu"])}
+    text = "ValueError: the widget count is wrong at 0x7f00deadbeef again"
+    assert confirmed[fail["test"]].matched(text) == fail["match"]
+
+    # Again, on the same measurements: the confirmed entry is the person's and is kept.
+    before = {p.name: p.read_text() for p in directory.iterdir()}
+    said, status = add_test_dir.write(directory, results, _environment(), ran=True)
+    assert status == 0
+    assert {p.name: p.read_text() for p in directory.iterdir()} == before
+    assert not [line for line in said if "BUILD.bazel:" in line or ".toml:" in line], said
+
+
+def test_an_expected_failure_is_no_skip(measured):
+    directory, results = measured
+    result = results[directory / "test_shapes.py"]
+    assert [n for n, _ in result["skips"]] == ["test_shapes.py::TestShapes::test_needs_a_widget"]
+    assert result["xfails"] == ["test_shapes.py::TestShapes::test_known_to_fail"]
+
+
+# ---- the merges, on their own
+
+
+def _fail(test: str, match: str) -> dict:
+    return {
+        "test": test,
+        "outcome": "fail",
+        "reason": "fails on torch 2.13.0 as measured by add_test",
+        "match": match,
+        "variants": ["cpu"],
+        "proposed": True,
+    }
+
+
+def test_a_rerun_replaces_only_what_it_wrote_and_says_what_it_did():
+    a, b = (
+        _fail("t.py::test_a", "ValueError: first message"),
+        _fail("t.py::test_b", "KeyError: b's key here"),
+    )
+    text, said = add_test_dir.merge_entries(None, [a, b], "t.expectations.toml")
+    assert said == [
+        "t.expectations.toml: added a PROPOSED fail entry for t.py::test_a",
+        "t.expectations.toml: added a PROPOSED fail entry for t.py::test_b",
+    ]
+    assert add_test_dir.merge_entries(text, [a, b], "t.toml") == (text, [])
+
+    # A person confirms test_a; test_b now fails otherwise; test_c is new.
+    text = text.replace(
+        'match = "ValueError: first message"\nvariants = ["cpu"]\nproposed = true\n',
+        'match = "ValueError: first message"\nvariants = ["cpu"]\n',
+    )
+    a2 = _fail("t.py::test_a", "ValueError: another message")
+    b2 = _fail("t.py::test_b", "KeyError: b's other key")
+    c = _fail("t.py::test_c", "TypeError: c is new here")
+    new, said = add_test_dir.merge_entries(text, [a2, b2, c], "t.toml")
+    assert said == [
+        "t.toml: kept the entry for t.py::test_a as edited; measured now: fail, "
+        "match = 'ValueError: another message'",
+        "t.toml: updated the entry for t.py::test_b",
+        "t.toml: added a PROPOSED fail entry for t.py::test_c",
+    ]
+    entries = {e["test"]: e for e in tomllib.loads(new)["expect"]}
+    assert entries["t.py::test_a"]["match"] == "ValueError: first message"  # the person's
+    assert "proposed" not in entries["t.py::test_a"]
+    assert entries["t.py::test_b"]["match"] == "KeyError: b's other key"
+
+    # test_b passes now: what add_test wrote goes; the person's entry stays.
+    new, said = add_test_dir.merge_entries(new, [c], "t.toml")
+    assert said == ["t.toml: removed the entry for t.py::test_b: not measured any more"]
+    assert sorted(e["test"] for e in tomllib.loads(new)["expect"]) == [
+        "t.py::test_a",
+        "t.py::test_c",
+    ]
+
+
+def test_an_entry_written_by_hand_is_kept_and_covers_what_it_names():
+    by_hand = textwrap.dedent("""\
+        # ours
+        [[expect]]
+        test = "t.py::test_p*"
+        outcome = "skip"
+        reason = "ours"
+        match = "needs a widget"
+        count = 2
+        """)
+    skip = {"test": "t.py::test_p1", "outcome": "skip", "reason": "x", "match": "needs a widget"}
+    new, said = add_test_dir.merge_entries(by_hand, [skip], "t.toml")
+    assert (new, said) == (by_hand, [])
+    other = dict(skip, match="needs two widgets")
+    new, said = add_test_dir.merge_entries(by_hand, [other], "t.toml")
+    assert new == by_hand
+    assert said == [
+        "t.toml: kept the entry for t.py::test_p* as written by hand; measured now: skip, "
+        "match = 'needs two widgets'"
+    ]
+
+
+STANZA_A = 'torch_test(\n    name = "test_a",\n    deps = ["//test_utils:torch_testing"],\n)'
+STANZA_B = 'torch_test(\n    name = "test_b",\n    deps = ["//test_utils:torch_testing"],\n)'
+
+
+def test_build_stanzas_are_added_updated_kept_and_removed():
+    text, said = add_test_dir.merge_build(None, {"test_a.py": STANZA_A, "test_b.py": STANZA_B})
+    assert said == [
+        "BUILD.bazel: added test_a.py's stanza",
+        "BUILD.bazel: added test_b.py's stanza",
+    ]
+    assert text.startswith('load("//tools/build_defs:torch_test.bzl"')
+    assert text.rstrip().endswith("torch_test_suites()")
+    assert add_test_dir.merge_build(text, {"test_a.py": STANZA_A, "test_b.py": STANZA_B}) == (
+        text,
+        [],
+    )
+    # A formatter's reflow is no edit: one line, keywords reordered.
+    reflowed = text.replace(
+        STANZA_B, 'torch_test(deps = ["//test_utils:torch_testing"], name = "test_b")'
+    )
+    gpu_b = STANZA_B.replace("    deps", '    variants = ["cpu", "gpu"],\n    deps')
+    new, said = add_test_dir.merge_build(reflowed, {"test_a.py": STANZA_A, "test_b.py": gpu_b})
+    assert said == ["BUILD.bazel: updated test_b.py's stanza"] and gpu_b in new
+
+    # A person's edit (a shard count) is kept, with what add_test would write now.
+    edited = new.replace('    name = "test_a",\n', '    name = "test_a",\n    shard_count = 2,\n')
+    gpu_a = STANZA_A.replace("    deps", '    variants = ["cpu", "gpu"],\n    deps')
+    new, said = add_test_dir.merge_build(edited, {"test_a.py": gpu_a, "test_b.py": gpu_b})
+    assert new == edited
+    assert said == [
+        f"BUILD.bazel: kept test_a.py's stanza as edited; add_test would write:\n{gpu_a}"
+    ]
+
+    # test_b.py is gone: its stanza goes; one that could not be measured stays as it is.
+    new, said = add_test_dir.merge_build(edited, {"test_a.py": None})
+    assert said == ["BUILD.bazel: removed test_b.py's stanza: the file is gone"]
+    assert 'name = "test_b"' not in new and "shard_count = 2" in new
+
+
+def test_runs_on_a_directory_from_the_command_line_usage(tmp_path):
+    # A directory outside the repository is refused before anything is measured.
+    with pytest.raises(SystemExit, match="is not a directory of this repository"):
+        add_test_dir.main([str(tmp_path)])
+
+
+if __name__ == "__main__":
+    os.chdir(pathlib.Path(__file__).parents[1])
+    sys.exit(pytest.main([__file__]))
