@@ -19,6 +19,7 @@ from test_utils.dynamo import (
     compile_counter,
     failures_by_entry,
     guard_text,
+    reason_guards,
     recompile_reasons,
 )
 from test_utils.hardware import requires_gpus
@@ -302,11 +303,53 @@ class RecompileUxTests(DynamoTestCase):
         # every failing code part); dynamo's C++ guard manager reports an entry's failing leaf
         # guards, and here each entry has exactly one that can fail: for [9], [7, 8]'s entry
         # fails len(x) == 2 and [4, 5, 6]'s len(x) == 3 (their x[-1] guards are not evaluated
-        # on a shorter list). Measured the same on 2.13.0, 2.14.1 and 2.15.0; the 2.11 entry
-        # (the GPU image) rests on the flat lines above, which this test asserted there before.
+        # on a shorter list); an entry with two failing guards is the next test's. Measured the
+        # same on 2.13.0, 2.14.1 and 2.15.0; the 2.11 entry (the GPU image) rests on the flat
+        # lines above, which this test asserted there before.
         third = [m for m in records.messages() if "triggered by the following" in m][-1]
         expected = by_torch_version({"2.11": {"0/1": ["len(x) == 2"], "0/0": ["len(x) == 3"]}})
         self.assertEqual(failures_by_entry(third), expected)
+
+    @torch._dynamo.config.patch(recompile_limit=32)
+    def test_multiple_guard_fails_report_all_of_one_entry(self):
+        # "Report all" where it can matter: ONE cache entry fails two guards at once. A dynamic
+        # compile's size guards are one shape-env guard with a code part per condition; to explain
+        # a failure dynamo re-checks the parts, stopping at the first failing one unless
+        # recompiles are verbose. (A C++ leaf guard, like the seed's len(x) == 3, stops at its
+        # first failure in both modes, so the seed's list scenario cannot show this.)
+        # Measured the same on torch 2.11, 2.13.0, 2.14.1 and 2.15.0.
+        def f(x):
+            # One branch per size: each adds its own guard, 5 <= x.size()[i].
+            x = x + 1 if x.shape[2] > 4 else x - 1
+            x = x * 2 if x.shape[0] > 4 else x / 2
+            return x * 3 if x.shape[1] > 4 else x / 3
+
+        cached = torch.randn(8, 6, 7)
+        missed = torch.randn(2, 3, 7)  # sizes 0 and 1 fail their guards, size 2 still passes
+
+        def recompile(**artifact):
+            torch._dynamo.reset()
+            failures = GuardFailures()
+            opt_f = torch._dynamo.optimize(
+                backend="eager", guard_fail_fn=failures.record, dynamic=True
+            )(f)
+            with capture_logs("torch._dynamo", **artifact) as records:
+                torch.testing.assert_close(opt_f(cached), f(cached))
+                torch.testing.assert_close(opt_f(missed), f(missed))
+            messages = [m for m in records.messages() if "triggered by the following" in m]
+            self.assertEqual(len(messages), 1, messages)
+            return failures, records, messages[0]
+
+        both = ["5 <= x.size()[0]", "5 <= x.size()[1]"]
+        failures, _, message = recompile(recompiles_verbose=True)
+        self.assertEqual([reason_guards(r) for r in failures], [both])
+        self.assertEqual(failures_by_entry(message), {"0/0": both})
+
+        # Not verbose: the same entry reports only its first failing guard.
+        failures, records, message = recompile(recompiles=True)
+        self.assertEqual([reason_guards(r) for r in failures], [both[:1]])
+        self.assertNotIn("guard 0 failures:", message)
+        self.assertEqual([reason_guards(r) for r in recompile_reasons(records)], [both[:1]])
 
 
 if __name__ == "__main__":

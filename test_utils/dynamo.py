@@ -133,7 +133,8 @@ def failures_by_entry(message: str) -> dict[str, list[str]]:
     """A verbose recompile message as {compile id: [failing guards]}, one item per cache entry.
 
     'guard N failures:' starts an entry's block (recompiles_verbose); its reason lines are
-    '- 0/1: len(x) == 2  # source comment'.
+    '- 0/1: len(x) == 2  # source comment', several failing guards of one entry on one line
+    (`reason_guards`).
     """
     entries: dict[str, list[str]] = {}
     current = None
@@ -143,8 +144,18 @@ def failures_by_entry(message: str) -> dict[str, list[str]]:
             current = []
         elif current is not None and _REASON.match(line):
             compile_id = line.split(":", 1)[0]
-            entries.setdefault(compile_id, current).append(guard_text(line))
+            entries.setdefault(compile_id, current).extend(reason_guards(line))
     return entries
+
+
+def reason_guards(reason: str) -> list[str]:
+    """Every failing guard one cache entry's reason names, in the order dynamo checked them.
+
+    In verbose mode dynamo reports each failing guard of an entry, joined by '; ' after the
+    compile id: '0/0: 5 <= x.size()[0]  # src; 5 <= x.size()[1]  # src' gives
+    ['5 <= x.size()[0]', '5 <= x.size()[1]']. Otherwise it stops at the first, a list of one.
+    """
+    return [guard_text(part) for part in reason.splitlines()[0].split("; ")]
 
 
 def guard_text(reason: str) -> str:
