@@ -165,7 +165,7 @@ def install_session(env=os.environ) -> None:
     _wrap_protocol(_pytest.runner)
     _wrap_from_call(_pytest.runner.CallInfo)
     _wrap_function_runtest(_pytest.python.Function)
-    _wrap_unittest()
+    check_returns()
     _watch_threads()
     _watch_coroutines()
     _watch_ranks(env)
@@ -245,47 +245,36 @@ def _unittest_excinfo(item):
 def _body(fn, what: str):
     @functools.wraps(fn)
     def body(*args, **kwargs):
-        send("enter")
-        try:
-            result = fn(*args, **kwargs)
-            if result is not None:
-                reject(result, what)
-        except BaseException as exc:
-            send("raise", exc=exception(exc))
-            raise
-        send("return")
+        _witnessed_call(lambda: fn(*args, **kwargs), what)
 
     return body
 
 
+def _witnessed_call(call, what: str) -> None:
+    """Runs a test body, `call()`, telling the witness it entered and then returned or raised;
+    a body that returns anything but None fails (`reject`)."""
+    send("enter")
+    try:
+        result = call()
+        if result is not None:
+            reject(result, what)
+    except BaseException as exc:
+        send("raise", exc=exception(exc))
+        raise
+    send("return")
+
+
 def check_returns() -> None:
-    """unittest's own call of a test method fails a non-None return, and tells the witness
-    (where one listens) of the body; for processes that run test methods outside pytest."""
-    _wrap_unittest()
+    """unittest's own call of a test method fails a non-None return and tells the witness
+    (where one listens) of the body: in the test process, and in processes that run test
+    methods outside pytest (test_utils' ranks)."""
 
-
-def _wrap_unittest() -> None:
     def _call_test_method(self, method):
-        send("enter")
-        try:
-            result = method()
-            if result is not None:
-                reject(result, self.id())
-        except BaseException as exc:
-            send("raise", exc=exception(exc))
-            raise
-        send("return")
+        _witnessed_call(method, self.id())
 
     def _call_async_test_method(self, method):
-        send("enter")
-        try:
-            result = self._callMaybeAsync(method)  # awaits a coroutine in the case's own loop
-            if result is not None:
-                reject(result, self.id())
-        except BaseException as exc:
-            send("raise", exc=exception(exc))
-            raise
-        send("return")
+        # Awaits a coroutine in the case's own loop.
+        _witnessed_call(lambda: self._callMaybeAsync(method), self.id())
 
     unittest.TestCase._callTestMethod = _call_test_method
     unittest.IsolatedAsyncioTestCase._callTestMethod = _call_async_test_method

@@ -158,39 +158,30 @@ def test_a_rewritten_or_bypassed_body_fails(tmp_path, files, body, case, outcome
     assert_fails(run(tmp_path, body, files), case, outcome, needle)
 
 
+DECLARED_FAIL = """
+    [[expect]]
+    test = "test_fixture.py::test_declared"
+    outcome = "fail"
+    reason = "a declared failure"
+    match = "AssertionError: the declared failure"
+    """
+
+
+def declared(tmp_path) -> dict:
+    """The runner's environment with DECLARED_FAIL as the target's expectations file."""
+    (tmp_path / "expect.toml").write_text(textwrap.dedent(DECLARED_FAIL))
+    return bazel_env(tmp_path, TORCH_TEST_EXPECTATIONS=tmp_path / "expect.toml")
+
+
 def test_a_thread_exception_fails_a_declared_fail(tmp_path):
-    (tmp_path / "expect.toml").write_text(
-        textwrap.dedent(
-            """
-            [[expect]]
-            test = "test_fixture.py::test_declared"
-            outcome = "fail"
-            reason = "a declared failure"
-            match = "AssertionError: the declared failure"
-            """
-        )
-    )
-    env = bazel_env(tmp_path, TORCH_TEST_EXPECTATIONS=tmp_path / "expect.toml")
-    result = run(tmp_path, THREAD_BESIDE_A_DECLARED_FAIL, env=env)
+    result = run(tmp_path, THREAD_BESIDE_A_DECLARED_FAIL, env=declared(tmp_path))
     assert_fails(result, "test_fixture.py::test_declared", "failed", "ZeroDivisionError")
 
 
 def test_the_declared_fail_alone_is_green(tmp_path):
     """The control of the above: without the thread, the declaration holds."""
-    (tmp_path / "expect.toml").write_text(
-        textwrap.dedent(
-            """
-            [[expect]]
-            test = "test_fixture.py::test_declared"
-            outcome = "fail"
-            reason = "a declared failure"
-            match = "AssertionError: the declared failure"
-            """
-        )
-    )
-    env = bazel_env(tmp_path, TORCH_TEST_EXPECTATIONS=tmp_path / "expect.toml")
     body = 'def test_declared():\n    raise AssertionError("the declared failure of this test")\n'
-    result = run(tmp_path, body, env=env)
+    result = run(tmp_path, body, env=declared(tmp_path))
     assert result.returncode == 0, result.output
     assert result.record.cases["test_fixture.py::test_declared"].outcome == "declared_fail"
 
