@@ -39,14 +39,16 @@ NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check 
 
 
 def interrupted(ledger: str) -> tuple[str | None, str | None]:
-    """(node id of the test that was running, every thread's stack) of a session that Bazel's
-    timeout interrupted, as the test process left them beside its ledger; else (None, None)."""
+    """(node id of the test that was running, its thread's stack, innermost frame last) of a
+    session that Bazel's timeout interrupted, as the test process left them beside its ledger;
+    else (None, None)."""
     try:
         with open(ledger + _INTERRUPTED) as f:
-            running, _, stacks = f.read().partition("\n")
+            running, _, stack = f.read().partition("\n")
     except FileNotFoundError:
         return None, None
-    return running or None, stacks
+    frames = [line for line in stack.splitlines() if line.startswith("  File ")]
+    return running or None, "\n".join(reversed(frames))  # faulthandler writes innermost first
 
 
 _INTERRUPTED = ".interrupted"
@@ -72,9 +74,10 @@ def _install_sigterm_handler(ledger: str) -> None:
         faulthandler.dump_traceback(file=log, all_threads=True)
         # The same for the runner's record (tools/results/record.py), which no log is read for.
         with open(ledger + _INTERRUPTED, "w") as record:
-            record.write((running or "") + "\n")
+            # pytest's value is `NODEID (PHASE)`: the record names the case.
+            record.write((running or "").rsplit(" (", 1)[0] + "\n")
             record.flush()
-            faulthandler.dump_traceback(file=record, all_threads=True)
+            faulthandler.dump_traceback(file=record, all_threads=False)  # the test's thread
         raise KeyboardInterrupt("SIGTERM")
 
     signal.signal(signal.SIGTERM, on_sigterm)
