@@ -138,7 +138,9 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
             later = [e for e in failures[1:] if e is not first]
             if matched is not None and not later:
                 return record.Case("declared_fail", matched, entry.reason)
-            after = entry.teardown_matched(_text(later[0])) if later[0] is teardown else None
+            after = None
+            if later and later[0] is teardown:
+                after = entry.teardown_matched(_text(teardown))
             if matched is not None and after is not None and len(later) == 1:
                 return record.Case("declared_fail", f"{matched}; then {after}", entry.reason)
             if matched is not None:

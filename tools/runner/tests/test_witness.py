@@ -358,3 +358,11 @@ def test_a_teardown_error_after_a_declared_fail_is_declared_with_it(tmp_path, de
     else:
         assert result.returncode != 0, result.output
         assert case.outcome == "failed" and "then also: RuntimeError" in case.detail, case
+
+
+def test_a_declared_fail_that_fails_otherwise_is_judged_not_crashed(tmp_path):
+    """Another failure than the declared one: the runner names it (and does not crash)."""
+    body = 'def test_declared():\n    raise KeyError("gone")\n'
+    result = run(tmp_path, body, env=declared(tmp_path))
+    assert_fails(result, "test_fixture.py::test_declared", "failed", "KeyError", "does not match")
+    assert "Traceback" not in result.stderr.split("what the runner saw")[-1], result.output
