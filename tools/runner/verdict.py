@@ -39,6 +39,7 @@ class Seen:
         self.threads: list[str] = []
         self.unawaited: list[str] = []
         self.ranks: tuple[str, int] | None = None  # (unittest id, world size)
+        self.ranks_seen: dict[int, str] = {}  # rank -> its body's last event
         self.nodeid: str | None = None  # pytest's id of it, in the session that ran it
 
 
@@ -177,7 +178,7 @@ def _ranks_missing(s: Seen) -> str | None:
     if s.ranks is None:
         return None
     _, world = s.ranks
-    got = getattr(s, "ranks_seen", {})
+    got = s.ranks_seen
     missing = [r for r in range(world) if got.get(r) != "return"]
     if not missing:
         return None
