@@ -1,7 +1,7 @@
 """The suite in host-interpreter mode: plain pytest serial vs default Bazel vs the bound.
 
-    TORCH_TEST_PYTHON=$(command -v python3) [TORCH_TEST_BAZEL_BUNDLE=bazel-bundle.tar.xz] \
-        python3 bench/host_suite.py
+    tools/bazel setup --host-python=$(command -v python3)    # once per checkout
+    python3 bench/host_suite.py
 
 For GPU hosts whose image ships torch (no pinned @pypi, maybe no Bazel: the bundle). One run of
 each, cold kernel caches (each phase gets an empty one), ratios printed and written to
@@ -57,6 +57,11 @@ host_suite_pytest.json) from the last run, so a third call runs only the cases a
 bound, where the second call's plain pytest and cases alone outlast one call
 (bench/results/host_suite_2026-11-26_nvidia-h100-x1.md).
 
+--samples N (issue 53: the ratio as the median of three): after the run above, N - 1 more
+alternating pairs of a cold defaults run and the case that set the alone term, run alone once;
+the report adds a row per sample and their median ratio. One 1-GPU host's call fits
+`--no-pytest --alone 1 --samples 3` (the alone term is the bound's largest there).
+
 --compare NAME=FLAGS (repeatable) adds one more cold Bazel run with those flags after the
 defaults, on the same record and bound: a lever's before/after side by side. --no-pytest skips
 plain pytest (quick experiments): the bound is then its alone term, run for the longest cases
@@ -75,6 +80,7 @@ import math
 import os
 import pathlib
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -88,6 +94,7 @@ from tools import update_test_times  # noqa: E402
 from tools.hardware import envvars  # noqa: E402
 from tools.hardware.probe import host_gpu_count  # noqa: E402
 from tools.hardware.table import table  # noqa: E402
+from tools.python import host_mode  # noqa: E402
 from tools.results import bep, facts, junit  # noqa: E402
 from tools.runner.process import kernel_cache, private_dirs  # noqa: E402
 
@@ -322,10 +329,12 @@ def bazel_cases(targets: dict[str, bep.Target]) -> list[Case]:
 ALONE_RUNS = 2
 
 
-def case_alone(case: Case, declared, python: str, kernels: pathlib.Path) -> float:
-    """The fastest of ALONE_RUNS fresh plain pytest processes that run only this case."""
+def case_alone(
+    case: Case, declared, python: str, kernels: pathlib.Path, runs: int = ALONE_RUNS
+) -> float:
+    """The fastest of `runs` fresh plain pytest processes that run only this case."""
     walls = []
-    for _ in range(ALONE_RUNS):
+    for _ in range(runs):
         proc, wall, summary = run_pytest(case.label, declared, python, kernels, case.node_id)
         log(f"alone {case.node_id} [{case.variant}]: {wall:.1f} s, {summary}")
         if proc.returncode:
@@ -469,6 +478,47 @@ def shard_rows(targets: dict[str, bep.Target]) -> list[str]:
     ]
 
 
+class Sample(NamedTuple):
+    defaults: float  # a cold Bazel run's wall
+    bound: float  # the bound, its alone term from the run right after it
+
+    @property
+    def ratio(self) -> float:
+        return self.defaults / self.bound
+
+
+def next_sample(index: int, node_id, runs, others, selection, declared, python) -> Sample:
+    """Sample INDEX (2, 3, ...): a cold defaults run, then the case that set the alone term
+    once alone, so the defaults and the bound alternate on the same host (its noise shared)."""
+    phase = bazel_phase(f"_sample{index}", f"defaults #{index}", "", selection)
+    if phase.code:
+        raise RuntimeError(f"sample {index}: bazel exit {phase.code}")
+    if not node_id:
+        return Sample(phase.wall, max(others, default=math.nan))
+    case = next(c for cases in runs.values() for c in cases if c.node_id == node_id)
+    # Warm kernels from the run just made (the pytest run's were replaced by its cold caches).
+    alone = case_alone(case, declared, python, KERNEL_CACHE, runs=1)
+    return Sample(phase.wall, max([*others, alone]))
+
+
+def sample_rows(samples: list[Sample]) -> list[str]:
+    if len(samples) < 2:
+        return []
+    median = statistics.median(sample.ratio for sample in samples)
+    return [
+        "| sample | defaults s | bound s | / bound |",
+        "| ---: | ---: | ---: | ---: |",
+        *[
+            f"| {index} | {s.defaults:.1f} | {s.bound:.1f} | {s.ratio:.2f} |"
+            for index, s in enumerate(samples, 1)
+        ],
+        "",
+        f"- median of {len(samples)} alternating samples: {median:.2f}x the bound "
+        "(sample 1 is the table above; later samples run the case alone once)",
+        "",
+    ]
+
+
 def parse_options(argv: list[str]):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -500,6 +550,14 @@ def parse_options(argv: list[str]):
         help="take plain pytest's run from the last run in RESULTS_DIR (on the same host)",
     )
     parser.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N alternating samples of (defaults, the longest case alone): the ratio reported "
+        "is their median",
+    )
+    parser.add_argument(
         "--alone",
         type=int,
         default=3,
@@ -511,9 +569,12 @@ def parse_options(argv: list[str]):
 
 def main(argv: list[str] | None = None) -> int:
     options = parse_options(sys.argv[1:] if argv is None else argv)
-    python = os.environ.get(envvars.PYTHON)
+    python = host_mode.host_python()
     if not python:
-        print("set TORCH_TEST_PYTHON to the interpreter with torch (host mode)", file=sys.stderr)
+        print(
+            "host mode only: `tools/bazel setup --host-python=PATH` (or TORCH_TEST_PYTHON)",
+            file=sys.stderr,
+        )
         return 2
     RESULTS.mkdir(parents=True, exist_ok=True)
     cores, gpus = os.cpu_count() or 1, host_gpu_count()
@@ -584,6 +645,11 @@ def main(argv: list[str] | None = None) -> int:
     others = [term for term in (longest, gpu_work, spread) if not math.isnan(term)]
     without_alone = max(others, default=math.nan)
     bound = max([*others, alone_path] if alone else others, default=math.nan)
+    samples = [Sample(bazel_wall, bound)]
+    for index in range(2, options.samples + 1):
+        samples.append(
+            next_sample(index, alone and alone[0][0], runs, others, selection, declared, python)
+        )
 
     lines = [
         "# Suite on this host (host-interpreter mode): Bazel defaults vs plain pytest vs bound",
@@ -615,6 +681,7 @@ def main(argv: list[str] | None = None) -> int:
         f"| --- | {' | '.join('---:' for _ in runs)} | ---: |",
         *[f"| `{row[0]}` | " + " | ".join(f"{s:.1f}" for s in row[1:]) + " |" for row in alone],
         "",
+        *sample_rows(samples),
         f"- goals: bazel <= 1.15 x bound ({bazel_wall / bound:.2f}), "
         f"<= 0.35 x pytest ({bazel_wall / pytest_wall:.2f})",
         f"- bazel exit {defaults.code}; results: "

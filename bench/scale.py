@@ -1,7 +1,7 @@
 """Suites of many targets: Bazel per-file targets vs pytest-xdist vs serial pytest, same files.
 
-    TORCH_TEST_PYTHON=$(command -v python3) [TORCH_TEST_BAZEL_BUNDLE=...] \\
-        python3 bench/scale.py [--shape tiny] [--n 96] [--analysis 100,500,1000] [--noop]
+    tools/bazel setup --host-python=$(command -v python3)    # once per checkout
+    python3 bench/scale.py [--shape tiny] [--n 96] [--analysis 100,500,1000] [--noop]
 
 Generates N test files of one shape into bench/_scale/ (git-ignored; every target `manual`, so
 `//...` never runs them) as N `torch_test` targets, then on this host, one after another:
@@ -58,6 +58,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import host_suite, plain_env  # noqa: E402
+from tools.python import host_mode  # noqa: E402
 from tools.results import bep, facts, junit  # noqa: E402
 from tools.runner import pytest_runner  # noqa: E402
 from tools.runner.session import child  # noqa: E402
@@ -377,9 +378,12 @@ def main() -> int:
     parser.add_argument("--no-serial", action="store_true", help="skip serial pytest (slow)")
     parser.add_argument("--breakdown", action="store_true", help="one target's cost by process")
     options = parser.parse_args()
-    python = os.environ.get("TORCH_TEST_PYTHON")
+    python = host_mode.host_python()
     if not python:
-        print("set TORCH_TEST_PYTHON to the interpreter with torch (host mode)", file=sys.stderr)
+        print(
+            "host mode only: `tools/bazel setup --host-python=PATH` (or TORCH_TEST_PYTHON)",
+            file=sys.stderr,
+        )
         return 2
     RESULTS.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
