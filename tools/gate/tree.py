@@ -61,8 +61,9 @@ def warnings(states: dict, saved: dict, known) -> list[str]:
         state = states[role]
         if not state.get("tree"):
             said.append(
-                f"the {role} saved run {where} records no tree (saved before trees were): "
-                f"what sources it ran cannot be told (commit {state.get('commit')})"
+                f"the {role} saved run {where} records no tree (saved outside a git checkout, "
+                "or before trees were recorded): what sources it ran cannot be told "
+                f"(commit {state.get('commit')})"
             )
             continue
         if state.get("dirty"):
