@@ -11,7 +11,12 @@ fbgemm moved to releases that load with it, installed once into a cached venv
 SKIPPED on both sides of a CPU host). A target named explicitly that is incompatible on one
 side (a package missing there) is SKIPPED on that side, as under a pattern.
 
-1. Checks both sides and fetches each side's @pypi: a bad side is one line, exit 2.
+1. Checks both sides and fetches each side's @pypi: a bad side is one line, exit 2. Decides
+   which hardware variants both sides can run on their hosts' GPUs (tools/gate/variant_plan.py):
+   on a GPU host a side whose torch cannot use them runs its CPU variants instead of stopping
+   at the GPU-host check, no GPU variant runs on one side only, and the report says which
+   variants were compared and why the others were not. --bisect refuses a saved side that ran
+   another tree than this checkout's (tools/gate/tree.py).
 2. Runs the targets on each side with `tools/bazel test`, each side in its own output base
    (the pinned side in the workspace's own, every other side under
    ~/.cache/torch_tests/gate/<workspace>/<side>), and reads each run at once: its results
@@ -56,8 +61,17 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a script
 
-from tools.gate import candidate, compare, culprit, repeats, report, sides  # noqa: E402
-from tools.hardware import envvars  # noqa: E402
+from tools.gate import (  # noqa: E402
+    candidate,
+    compare,
+    culprit,
+    repeats,
+    report,
+    sides,
+    tree,
+    variant_plan,
+)
+from tools.hardware import envvars, table  # noqa: E402
 from tools.results import bep, facts, junit  # noqa: E402
 
 ROOT = sides.ROOT
@@ -248,7 +262,10 @@ class Gate:
     def run_case(self, release: str, label: str, node_ids: list) -> dict:
         """{node id: outcome} of those cases alone on a venv of torch==release (--bisect)."""
         python = candidate.build(f"torch=={release}")
-        side = sides.parse("candidate", f"python:{python}")
+        # On a GPU host a release's torch that cannot use the GPUs runs the CPU variants.
+        side = dataclasses.replace(
+            sides.parse("candidate", f"python:{python}"), plan_env=((envvars.CPU_ONLY, "1"),)
+        )
         sides.check(side)
         self.prepare(side)
         extra = ["--nocache_test_results", f"--test_env={NODE_IDS_ENV}={json.dumps(node_ids)}"]
@@ -425,6 +442,26 @@ def main(argv=None) -> int:
     try:
         for side in gate_sides:
             sides.check(side)
+    except sides.BadSide as error:
+        print(f"gate: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    here = tree.state(ROOT)  # the tree every live side runs
+    saved = {s.role: str(s.path) for s in gate_sides if s.kind == "results"}
+    trees = {s.role: sides.saved(s) if s.role in saved else here for s in gate_sides}
+    refusal = tree.bisect_refusal(trees, saved, here) if args.bisect else None
+    if refusal:
+        print(f"gate: {refusal}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    variants = table.table()["VARIANTS"]
+    plan = variant_plan.plan(
+        *(sides.gpu_facts(side) for side in gate_sides),
+        {name: spec["gpus"] for name, spec in variants.items()},
+    )
+    gate_sides = [
+        dataclasses.replace(side, plan_env=tuple(sorted(plan.env[side.role].items())))
+        for side in gate_sides
+    ]
+    try:
         gate.out.mkdir(parents=True, exist_ok=True)
         for side in gate_sides:
             gate.prepare(side)
@@ -433,6 +470,12 @@ def main(argv=None) -> int:
         return EXIT_BAD_INPUT
 
     runs = {side.role: gate.run(side, args.targets) for side in gate_sides}
+    # Targets of a variant not both sides can run: out of the comparison (named in the report).
+    left_out = variant_plan.left_out(
+        runs["baseline"]["targets"], runs["candidate"]["targets"], plan, variants
+    )
+    for run in runs.values():
+        _leave_out(run, left_out)
     thresholds = compare.Thresholds(
         duration_ratio=args.duration_threshold / 100,
         duration_s=args.duration_min_s,
@@ -454,7 +497,9 @@ def main(argv=None) -> int:
     }
     _newly_declared(result, fingerprints["candidate"].get("torch"), args.accept_declared)
     if args.repeat:
-        repeated = gate.repeat(by_role["candidate"], args.targets, args.repeat)
+        repeated = _leave_out(
+            gate.repeat(by_role["candidate"], args.targets, args.repeat), left_out
+        )
         seen = {(r["target"], r["case"]) for r in result["regressions"]}
         result["regressions"] += repeats.regressions(repeated["targets"], snaps["baseline"], seen)
     to_confirm = [r for r in result["regressions"] if "confirmation" not in r]
@@ -500,12 +545,24 @@ def main(argv=None) -> int:
                 "description": side.description,
                 "output_base": str(runs[side.role]["output_base"]),
                 "fingerprint": fingerprints[side.role],
-                "hardware": sides.hardware_of(side, runs[side.role]["output_base"]),
+                "hardware": sides.hardware_of(side, runs[side.role]["output_base"], here),
                 "wall_s": runs[side.role]["wall_s"],
             }
             for side in gate_sides
         },
         "package_changes": sides.package_changes(packages["baseline"], packages["candidate"]),
+        "variants": {
+            "compared": plan.compared,
+            "not_compared": [
+                {
+                    "variant": name,
+                    "reason": why,
+                    "targets": sorted(label for label, v in left_out.items() if v == name),
+                }
+                for name, why in plan.not_compared.items()
+            ],
+        },
+        "tree_warnings": tree.warnings(trees, saved, lambda t: tree.known(ROOT, t)),
         "comparison": result,
         "target_status": {
             label: {
@@ -523,6 +580,13 @@ def main(argv=None) -> int:
     verdict = report.verdict(data)
     print(f"gate: {verdict}; report: {gate.out / 'report.md'} (and report.json)")
     return code
+
+
+def _leave_out(run: dict, labels) -> dict:
+    """The run without those targets (their results count neither as compared nor as changed)."""
+    for key in ("targets", "snapshot"):
+        run[key] = {label: t for label, t in run[key].items() if label not in labels}
+    return run
 
 
 def _status(snap) -> str | None:

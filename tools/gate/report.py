@@ -51,7 +51,9 @@ def _sides_table(data: dict) -> list[str]:
 
 HARDWARE_ROWS = (
     ("host", "host"),
-    ("commit", "tree (git commit)"),
+    ("commit", "commit (git HEAD)"),
+    ("tree", "tree as run (git write-tree, uncommitted files included)"),
+    ("dirty", "uncommitted changes"),
     ("gpu_model", "GPU model"),
     ("gpu_count", "GPUs"),
     ("driver", "driver"),
@@ -75,6 +77,32 @@ def _hardware_table(data: dict) -> list[str]:
         shown = " | ".join("—" if v in (None, "") else str(v) for v in values)
         rows.append(f"| {title}{mark} | {shown} |")
     return rows
+
+
+def _variants(data: dict) -> list[str]:
+    """Which hardware variants were compared on both sides, and why the others were not."""
+    variants = data.get("variants")
+    if not variants:
+        return []
+    lines = [f"**Variants compared on both sides:** {', '.join(variants['compared']) or 'none'}."]
+    by_reason = {}  # one line per reason, in the table's order
+    for item in variants["not_compared"]:
+        by_reason.setdefault(item["reason"], []).append(item)
+    for reason, items in by_reason.items():
+        names = ", ".join(f"`{item['variant']}`" for item in items)
+        left = sum(len(item["targets"]) for item in items)
+        targets = f"{left} target{'' if left == 1 else 's'}"
+        out = f" ({targets} that ran on one side left out of the comparison)" if left else ""
+        lines.append(f"- {names} not compared: {reason}{out}")
+    return lines
+
+
+def _tree_warnings(data: dict) -> list[str]:
+    return (
+        ["", "**Trees:**", *(f"- {w}" for w in data["tree_warnings"])]
+        if data.get("tree_warnings")
+        else []
+    )
 
 
 VERDICTS = {
@@ -134,6 +162,7 @@ def markdown(data: dict, out=None) -> str:
         f"{len(result['skipped_both'])} on both. Targets: {data['targets']}. "
         f"Gate wall time: {data['wall_s']:.0f} s.",
     ]
+    out_lines += ["", *_variants(data), *_tree_warnings(data)]
     out_lines += ["", *_sides_table(data), *_hardware_table(data)]
     if data.get("package_changes"):
         out_lines += ["", "## Packages that differ", "", "| package | baseline | candidate |"]

@@ -11,7 +11,9 @@ DIR gets
   testlogs/      every attempt's test.xml and test.log, as LABEL/shard_S_run_R_attempt_A/NAME
   side.json      what the tests ran on: the host's hardware fingerprint (GPU model, count,
                  driver, CUDA, NCCL, interconnect; tools/gate/hardware.py), torch's build, the
-                 packages, the @pypi manifest (mode, missing packages), the tree's commit, and
+                 packages, the @pypi manifest (mode, missing packages), the exact tree it
+                 ran (its base commit, the tree id of the working directory with uncommitted
+                 edits and untracked files, and whether it was dirty: tools/gate/tree.py), and
                  the seconds of the test actions
 Only files the invocation itself wrote are saved: a build event file whose outputs a later run
 replaced is refused (tools/results/bep.py). The interpreter asked for torch's build is
@@ -21,18 +23,16 @@ Exit 0 saved; 2 nothing saved (the message says why).
 
 import argparse
 import datetime
-import hashlib
 import json
 import os
 import pathlib
 import platform
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a script
 
-from tools.gate import hardware, sides  # noqa: E402
+from tools.gate import hardware, sides, tree  # noqa: E402
 from tools.hardware import envvars  # noqa: E402
 from tools.results import bep  # noqa: E402
 
@@ -63,27 +63,11 @@ def _packages(interpreter, output_base, manifest: dict) -> dict:
     return manifest.get("packages", {})
 
 
-def _commit(root: pathlib.Path = ROOT) -> str | None:
-    """The tree's commit; with uncommitted changes to tracked files, `COMMIT+diff:DIGEST` of
-    them, so two runs compare as the same tree only if their changes are the same too."""
-
-    def git(*args) -> str:
-        return subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True
-        ).stdout.strip()
-
-    try:
-        head = git("rev-parse", "HEAD")
-        diff = git("diff", "HEAD", "--binary") if head else ""
-    except OSError:  # no git here
-        return None
-    if not head:
-        return None
-    return f"{head}+diff:{hashlib.sha256(diff.encode()).hexdigest()[:12]}" if diff else head
-
-
-def save(events: pathlib.Path, out: pathlib.Path, python: str | None = None) -> dict:
-    """Copies the run into `out` (new or empty); returns side.json's content."""
+def save(
+    events: pathlib.Path, out: pathlib.Path, python: str | None = None, root: pathlib.Path = ROOT
+) -> dict:
+    """Copies the run into `out` (new or empty); returns side.json's content. `root`: the
+    checkout the run ran (its tree is recorded)."""
     targets = bep.read(events)  # raises OutputsReplaced for another run's files
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty: save each run into its own directory")
@@ -116,7 +100,7 @@ def save(events: pathlib.Path, out: pathlib.Path, python: str | None = None) -> 
         "saved_at": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": platform.node(),
         "events": str(events),
-        "commit": _commit(),
+        **tree.state(root),  # commit, tree (dirty edits and untracked files included), dirty
         "python": str(interpreter) if interpreter else None,
         "python_version": (sides.probe(interpreter, env) or {}).get("python")
         if interpreter
@@ -142,9 +126,11 @@ def main(argv=None) -> int:
         print(f"save_run: {error}", file=sys.stderr)
         return 2
     hw = side["hardware"]
+    dirty = " (dirty: uncommitted changes)" if side["dirty"] else ""
     print(
         f"save_run: {args.out}: {hw.get('gpu_count')} GPU(s) {hw.get('gpu_model') or ''} "
-        f"torch {hw.get('torch')}, NCCL {hw.get('nccl')}, interconnect {hw.get('interconnect')}"
+        f"torch {hw.get('torch')}, NCCL {hw.get('nccl')}, interconnect {hw.get('interconnect')}; "
+        f"tree {side['tree']}{dirty} on commit {side['commit']}"
     )
     return 0
 

@@ -8,12 +8,14 @@ side's `bazel test` (Gate.run is wrapped to do it). Checks what fake BEP/XML pai
 Bazel 4.2.3 and pytest really write for a FLAKY target, a TIMEOUT in a red target (SIGTERM's
 nameless testcase), a re-run of a parametrized id with a space, a case that ran on the
 baseline only, a skip and a class never collected on both sides, a repeat run that aborts
-(SIGABRT) or skips, and two runs saved by save_run compared as `results:` sides.
+(SIGABRT) or skips, two runs saved by save_run compared as `results:` sides, and a (faked)
+GPU host whose GPUs neither side's torch can use.
 """
 
 import contextlib
 import io
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -23,9 +25,35 @@ import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
-from tools.gate import gate, save_run  # noqa: E402
+from tools.gate import gate, save_run, sides  # noqa: E402
 
 FIXTURES = "//tools/gate/fixtures"
+# A host-mode interpreter whose torch is a CPU build: a venv that imports the pinned @pypi's
+# packages (a .pth file). A fixed path, so the gate reuses its side's output base.
+CPU_TORCH_VENV = gate.CACHE / "torch_tests" / "gate-selftest" / "cpu-torch-venv"
+
+
+def _cpu_torch_interpreter() -> pathlib.Path:
+    def bazel(*args: str) -> str:
+        pinned = sides.Side("baseline", "pinned", sides.PINNED_LOCK).env(os.environ)
+        command = [str(gate.BAZEL), *args]
+        done = subprocess.run(command, cwd=gate.ROOT, env=pinned, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    bazel("fetch", "@pypi//:torch")  # the pinned packages, as the gate's pinned side has them
+    base = bazel("info", "output_base")
+    site = pathlib.Path(base) / "external" / "pypi" / "site"
+    python = CPU_TORCH_VENV / "bin" / "python3"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", CPU_TORCH_VENV], check=True)
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (pathlib.Path(purelib) / "pinned_pypi.pth").write_text(f"{site}\n")
+    return python
 
 
 class GateThroughBazel(unittest.TestCase):
@@ -150,6 +178,39 @@ class GateThroughBazel(unittest.TestCase):
         for item in found.values():
             self.assertTrue(pathlib.Path(item["log"]).is_file())
             self.assertIn("--runs_per_test=2", item["reproduce"])
+
+    def test_a_gpu_host_gates_the_cpu_variants_of_torches_that_cannot_use_its_gpus(self):
+        """A fake 2-GPU host (nvidia-smi on PATH): the pinned side and a host-mode side whose
+        torch is a CPU build both run their CPU variants instead of stopping at the GPU-host
+        check (tools/platforms/host_hardware.bzl), and the report says why no GPU variant was
+        compared."""
+        tmp, _ = self._tmp()
+        smi = tmp / "bin" / "nvidia-smi"
+        smi.parent.mkdir()
+        smi.write_text("#!/bin/sh\nprintf 'NVIDIA H200, 580.159.04\\nNVIDIA H200, 580.159.04\\n'\n")
+        smi.chmod(0o755)
+        python = _cpu_torch_interpreter()
+        path = os.environ["PATH"]
+        os.environ["PATH"] = f"{smi.parent}:{path}"
+        sides.gpus.cache_clear()
+        try:
+            code, data, err = self._gate(
+                f"{FIXTURES}:skips_in_repeat", extra=[f"--candidate=python:{python}"]
+            )
+        finally:
+            os.environ["PATH"] = path
+            sides.gpus.cache_clear()
+        self.assertEqual(code, 0, err)
+        self.assertEqual(
+            data["target_status"][f"{FIXTURES}:skips_in_repeat"]["candidate"], "PASSED"
+        )
+        self.assertEqual(data["variants"]["compared"], ["cpu"])
+        gpu = next(v for v in data["variants"]["not_compared"] if v["variant"] == "gpu")
+        self.assertRegex(
+            gpu["reason"],
+            r"^baseline torch \S+ cannot use this host's 2 GPUs; "
+            r"candidate torch \S+ cannot use this host's 2 GPUs$",
+        )
 
     def test_two_saved_runs_are_gated_case_by_case(self):
         tmp, state = self._tmp()

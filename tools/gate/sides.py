@@ -21,7 +21,7 @@ import os
 import pathlib
 import subprocess
 
-from tools.gate import hardware
+from tools.gate import hardware, variant_plan
 from tools.hardware import envvars
 from tools.hardware import probe as hardware_probe
 from tools.python import lock
@@ -60,6 +60,8 @@ class Side:
     role: str  # "baseline" or "candidate"
     kind: str  # "pinned", "lock", "python", "results"
     path: pathlib.Path
+    # What the gate's variant plan asks of this side's host platform (tools/gate/variant_plan).
+    plan_env: tuple = ()
 
     @property
     def description(self) -> str:
@@ -85,6 +87,7 @@ class Side:
         if self.kind == "lock":
             env[envvars.LOCK] = str(self.path)
         env[envvars.PYTHON] = str(self.path) if self.kind == "python" else PINNED_PYTHON
+        env.update(self.plan_env)
         return env
 
 
@@ -153,6 +156,30 @@ def gpus() -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
+# The GPU-host check's own question (tools/platforms/host_hardware.bzl): can this torch use CUDA?
+_CAN_USE_GPUS = "from tools.hardware import probe; probe.main()"
+
+
+def gpu_facts(side: Side) -> variant_plan.SideFacts:
+    """What the variant plan needs of a side: its torch, whether it can use the GPUs, how many."""
+    if side.kind == "results":
+        hw = saved(side)["hardware"]
+        cuda = bool(hw.get("torch_cuda"))
+        return variant_plan.SideFacts(
+            side.role, hw.get("torch"), cuda, hw.get("gpu_count") or 0, saved=True
+        )
+    if side.kind != "python":  # a lock's torch is taken for a CPU build, as host_hardware does
+        return variant_plan.SideFacts(
+            side.role, _lock_pins(side.path).get("torch"), False, len(gpus())
+        )
+    torch = (probe(side.path) or {}).get("torch")
+    cuda = False
+    if gpus():  # asks torch itself (seconds), as the GPU-host check does
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+        cuda = bool((hardware.ask(side.path, _CAN_USE_GPUS, 300, env) or {}).get("cuda"))
+    return variant_plan.SideFacts(side.role, torch, cuda, len(gpus()))
+
+
 def saved(side: Side) -> dict:
     """side.json of a saved run (tools/gate/save_run.py)."""
     return json.loads((side.path / "side.json").read_text())
@@ -177,19 +204,21 @@ def fingerprint(side: Side, output_base: pathlib.Path) -> dict:
     return dict(info or {"python": None, "torch": None, "cuda": None}, gpus=gpus())
 
 
-def hardware_of(side: Side, output_base: pathlib.Path) -> dict:
-    """The side's hardware fingerprint (tools/gate/hardware.py): saved with a saved run, else
-    this host's; torch's CUDA and NCCL are asked of its interpreter where the host has GPUs."""
+def hardware_of(side: Side, output_base: pathlib.Path, here: dict) -> dict:
+    """The side's hardware fingerprint (tools/gate/hardware.py) and the tree it ran: saved with
+    a saved run, else this host's and `here` (tree.state of the checkout the gate ran); torch's
+    CUDA and NCCL are asked of its interpreter where the host has GPUs."""
     if side.kind == "results":
         record = saved(side)
-        return dict(record["hardware"], host=record.get("host"), commit=record.get("commit"))
+        ran = {key: record.get(key) for key in ("commit", "tree", "dirty")}
+        return dict(record["hardware"], host=record.get("host"), **ran)
     if not gpus():
-        return hardware.fingerprint()
+        return dict(hardware.fingerprint(), **here)
     if side.kind == "python":
-        return hardware.fingerprint(side.path)
+        return dict(hardware.fingerprint(side.path), **here)
     pypi = output_base / "external" / "pypi"
     env = dict(os.environ, PYTHONPATH=str(pypi / "site"), PYTHONNOUSERSITE="1")
-    return hardware.fingerprint(pypi / "venv" / "bin" / "python3", env)
+    return dict(hardware.fingerprint(pypi / "venv" / "bin" / "python3", env), **here)
 
 
 def manifest(output_base: pathlib.Path) -> dict:

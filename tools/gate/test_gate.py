@@ -17,7 +17,19 @@ import sys
 import tempfile
 import unittest
 
-from tools.gate import candidate, compare, culprit, gate, hardware, repeats, report, save_run, sides
+from tools.gate import (
+    candidate,
+    compare,
+    culprit,
+    gate,
+    hardware,
+    repeats,
+    report,
+    save_run,
+    sides,
+    tree,
+    variant_plan,
+)
 from tools.results import bep, record
 
 
@@ -857,11 +869,11 @@ RESULTS_TESTDATA = pathlib.Path(__file__).resolve().parents[1] / "results" / "te
 class SavedRunTest(unittest.TestCase):
     """Pool gating: two saved runs (save_run) compared case by case, nothing re-run."""
 
-    def _save(self, tmp: pathlib.Path, name: str, outcome: str) -> pathlib.Path:
+    def _save(self, tmp: pathlib.Path, name: str, outcome: str, tags=("", "")) -> pathlib.Path:
         # A recorded build event file (tools/results/testdata), its testlogs written here.
         testlogs = tmp / name / "testlogs"
         events = tmp / name / "events.json"
-        text = (RESULTS_TESTDATA / "sharded_fresh.json").read_text()
+        text = (RESULTS_TESTDATA / "sharded_fresh.json").read_text().replace(*tags)
         for uri in set(re.findall(r"file:///TESTLOGS/([^\"]+)", text)):
             path = testlogs / uri
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -930,25 +942,274 @@ class SavedRunTest(unittest.TestCase):
         self.assertEqual(hardware.interconnect(""), "")
 
 
-class SavedRunCommitTest(unittest.TestCase):
-    def test_uncommitted_changes_make_another_tree(self):
+def _git(repo: pathlib.Path, *args: str) -> str:
+    author = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    done = subprocess.run(
+        ["git", "-C", str(repo), *author, *args], check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+class SavedRunTreeTest(unittest.TestCase):
+    """A saved run records the exact tree it ran, dirty edits and untracked files included."""
+
+    def test_a_dirty_tree_is_recorded_as_the_tree_of_the_same_content_committed(self):
         with tempfile.TemporaryDirectory() as tmp:
-            repo = pathlib.Path(tmp)
-
-            def git(*args):
-                subprocess.run(["git", "-C", tmp, *args], check=True, capture_output=True)
-
-            git("init", "-q")
+            tmp = pathlib.Path(tmp)
+            repo = tmp / "repo"
+            repo.mkdir()
+            _git(repo, "init", "-q")
+            (repo / ".gitignore").write_text("ignored\n")
             (repo / "f").write_text("a\n")
-            git("add", "f")
-            git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
-            clean = save_run._commit(repo)
-            self.assertRegex(clean, r"^[0-9a-f]{40}$")
-            (repo / "f").write_text("b\n")
-            changed = save_run._commit(repo)
-            self.assertTrue(changed.startswith(clean + "+diff:"), changed)
-            (repo / "f").write_text("c\n")
-            self.assertNotEqual(save_run._commit(repo), changed)
+            (repo / "staged").write_text("s\n")
+            _git(repo, "add", "-A")
+            _git(repo, "commit", "-qm", "base")
+            head, head_tree = (
+                _git(repo, "rev-parse", "HEAD"),
+                _git(repo, "rev-parse", "HEAD^{tree}"),
+            )
+            (repo / "f").write_text("b\n")  # an edit
+            (repo / "new").write_text("n\n")  # an untracked file
+            (repo / "ignored").write_text("i\n")  # not part of the tree
+            (repo / "staged").write_text("s2\n")
+            _git(repo, "add", "staged")  # an edit in the index
+            status = _git(repo, "status", "--porcelain")
+            events = RESULTS_TESTDATA / "sharded_fresh.json"
+            with _saved_events(tmp, events) as (saved_events, _):
+                side = save_run.save(saved_events, tmp / "saved", root=repo)
+            self.assertEqual((side["commit"], side["dirty"]), (head, True))
+            self.assertNotEqual(side["tree"], head_tree)
+            # Recording it touched neither the index nor the working directory.
+            self.assertEqual(_git(repo, "status", "--porcelain"), status)
+            recorded = json.loads((tmp / "saved" / "side.json").read_text())
+            self.assertEqual(recorded["tree"], side["tree"])
+            (repo / "ignored").write_text("changed after the run\n")
+            _git(repo, "add", "-A")
+            _git(repo, "commit", "-qm", "the same content")
+            self.assertEqual(_git(repo, "rev-parse", "HEAD^{tree}"), side["tree"])
+            # A clean checkout is not dirty and records HEAD's tree.
+            with _saved_events(tmp, events) as (saved_events, _):
+                clean = save_run.save(saved_events, tmp / "saved-clean", root=repo)
+            self.assertEqual((clean["tree"], clean["dirty"]), (side["tree"], False))
+
+    def test_bisect_refuses_a_saved_run_of_another_tree_and_compare_says_it(self):
+        here = {"commit": "c1", "tree": "t1", "dirty": False}
+        dirty_same = {"commit": "c0", "tree": "t1", "dirty": True}
+        other = {"commit": "c1", "tree": "t2", "dirty": True}
+        before = {"commit": "c0+diff:abc"}  # saved before trees were recorded
+        saved = {"baseline": "/runs/old"}
+        # The same tree (dirty or not) is the same sources: bisecting on this checkout is sound.
+        self.assertIsNone(tree.bisect_refusal({"baseline": dirty_same}, saved, here))
+        for state, said in ((other, "ran tree t2 (commit c1, dirty"), (before, "no recorded")):
+            refusal = tree.bisect_refusal({"baseline": state}, saved, here)
+            self.assertIn(said, refusal)
+            self.assertIn("Gate without --bisect", refusal)
+        known = {"t1"}.__contains__
+        warned = tree.warnings({"baseline": other, "candidate": here}, saved, known)
+        self.assertEqual(len(warned), 3, warned)
+        self.assertIn("ran uncommitted changes: tree t2 (commit c1, dirty", warned[0])
+        self.assertIn("tree t2 is not in this repository", warned[1])
+        self.assertIn("different trees (baseline t2, candidate t1)", warned[2])
+        self.assertIn(
+            "records no tree",
+            tree.warnings({"baseline": before, "candidate": here}, saved, known)[0],
+        )
+        self.assertEqual(tree.warnings({"baseline": here, "candidate": here}, {}, known), [])
+
+    def test_gate_bisect_against_a_saved_run_of_another_tree_stops_before_running(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            saved = SavedRunTest._save(self, tmp, "old", "passed")
+            record = json.loads((saved / "side.json").read_text())
+            record["tree"] = "0" * 40  # another tree than this checkout's
+            (saved / "side.json").write_text(json.dumps(record))
+            new = SavedRunTest._save(self, tmp, "new", "failed")  # a regression to bisect
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = gate.main(
+                    [
+                        f"--baseline=results:{saved}",
+                        f"--candidate=results:{new}",
+                        "--bisect",
+                        f"--out={tmp / 'r'}",
+                    ]
+                )
+            self.assertEqual(code, gate.EXIT_BAD_INPUT, err.getvalue())
+            self.assertIn(f"saved run {saved} ran tree {'0' * 40}", err.getvalue())
+            self.assertFalse((tmp / "r").exists(), "nothing ran")
+
+
+@contextlib.contextmanager
+def _saved_events(tmp: pathlib.Path, recorded: pathlib.Path, edit=lambda text: text):
+    """A recorded build event file (tools/results/testdata) with its testlogs written under tmp;
+    yields (events, testlogs)."""
+    work = pathlib.Path(tempfile.mkdtemp(dir=tmp))
+    testlogs, events = work / "testlogs", work / "events.json"
+    text = edit(recorded.read_text())
+    for uri in set(re.findall(r"file:///TESTLOGS/([^\"]+)", text)):
+        path = testlogs / uri
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("<testsuites><testsuite/></testsuites>" if uri.endswith(".xml") else "")
+    events.write_text(text.replace("file:///TESTLOGS/", f"file://{testlogs}/"))
+    try:
+        yield events, testlogs
+    finally:
+        shutil.rmtree(work)
+
+
+class VariantPlanTest(unittest.TestCase):
+    """Which variants a gate compares, from each side's torch and its host's GPUs (fake facts)."""
+
+    TABLE = {"cpu": 0, "gpu": 1, "multi_gpu": 2, "gpu_x4": 4, "gpu_x8": 8}
+
+    def _plan(self, baseline, candidate):
+        return variant_plan.plan(
+            variant_plan.SideFacts("baseline", *baseline),
+            variant_plan.SideFacts("candidate", *candidate),
+            self.TABLE,
+        )
+
+    def test_a_cpu_host_compares_cpu_and_asks_nothing_of_its_sides(self):
+        plan = self._plan(("2.13.0+cpu", False, 0), ("2.15.0", True, 0))
+        self.assertEqual(plan.compared, ["cpu"])
+        self.assertEqual(set(plan.not_compared.values()), {"this host has no GPUs"})
+        self.assertEqual(plan.env, {"baseline": {}, "candidate": {}})
+
+    def test_a_cpu_torch_on_a_gpu_host_runs_cpu_variants_and_the_other_side_too(self):
+        plan = self._plan(("2.13.0+cpu", False, 4), ("2.11.0+cu130", True, 4))
+        self.assertEqual(plan.compared, ["cpu"])
+        self.assertEqual(
+            plan.not_compared["gpu"], "baseline torch 2.13.0+cpu cannot use this host's 4 GPUs"
+        )
+        self.assertEqual(
+            plan.not_compared["gpu_x8"],
+            plan.not_compared["gpu"] + "; candidate: this host has 4 GPUs, gpu_x8 needs 8",
+        )
+        # Not stopped by the GPU-host check; the GPU side runs no variant it could not compare.
+        self.assertEqual(plan.env["baseline"], {"TORCH_TEST_CPU_ONLY": "1"})
+        self.assertEqual(plan.env["candidate"], {"TORCH_TEST_GPUS": "0"})
+        both_cpu = self._plan(("2.13.0+cpu", False, 2), ("2.14.1+cpu", False, 2))
+        self.assertEqual(both_cpu.compared, ["cpu"])
+        self.assertIn("; candidate torch 2.14.1+cpu cannot use", both_cpu.not_compared["gpu"])
+        self.assertEqual(both_cpu.env["candidate"], {"TORCH_TEST_CPU_ONLY": "1"})
+
+    def test_two_gpu_capable_sides_compare_every_variant_the_host_has(self):
+        plan = self._plan(("2.11.0+cu130", True, 4), ("2.11.0+cu130", True, 4))
+        self.assertEqual(plan.compared, ["cpu", "gpu", "multi_gpu", "gpu_x4"])
+        self.assertEqual(plan.not_compared, {"gpu_x8": "this host has 4 GPUs, gpu_x8 needs 8"})
+        self.assertEqual(plan.env, {"baseline": {}, "candidate": {}})
+
+    def test_a_saved_run_of_fewer_gpus_limits_the_live_side(self):
+        saved = variant_plan.SideFacts("baseline", "2.11.0+cu130", True, 2, saved=True)
+        live = variant_plan.SideFacts("candidate", "2.11.0+cu130", True, 4)
+        plan = variant_plan.plan(saved, live, self.TABLE)
+        self.assertEqual(plan.compared, ["cpu", "gpu", "multi_gpu"])
+        self.assertEqual(
+            plan.not_compared["gpu_x4"], "baseline: its saved run's host has 2 GPUs, gpu_x4 needs 4"
+        )
+        self.assertEqual(plan.env, {"baseline": {}, "candidate": {"TORCH_TEST_GPUS": "2"}})
+
+    def test_a_targets_variant_from_its_tags(self):
+        table = {
+            "cpu": {"tags": []},
+            "gpu": {"tags": ["gpu"]},
+            "multi_gpu": {"tags": ["gpu", "multi_gpu"]},
+        }
+        self.assertEqual(variant_plan.variant_of(("manual",), table), "cpu")
+        self.assertEqual(variant_plan.variant_of(("gpu", "nccl"), table), "gpu")
+        self.assertEqual(
+            variant_plan.variant_of(("multi_gpu", "gpu", "exclusive"), table), "multi_gpu"
+        )
+
+    def test_only_targets_of_variants_not_compared_that_ran_somewhere_are_left_out(self):
+        table = {"cpu": {"tags": []}, "gpu": {"tags": ["gpu"]}}
+        plan = variant_plan.Plan(["cpu"], {"gpu": "this host has no GPUs"}, {})
+
+        def targets(**status):
+            return {
+                f"//p:{name}": bep.Target(f"//p:{name}", status=s, tags=("gpu",) * ("gpu" in name))
+                for name, s in status.items()
+            }
+
+        baseline = targets(t="PASSED", t_gpu="PASSED", u_gpu="SKIPPED")
+        candidate = targets(t="PASSED", t_gpu="SKIPPED", u_gpu="SKIPPED")
+        # SKIPPED on both sides stays where a CPU host has always put it (ran on neither).
+        self.assertEqual(
+            variant_plan.left_out(baseline, candidate, plan, table), {"//p:t_gpu": "gpu"}
+        )
+
+    def test_the_plan_env_reaches_the_sides_bazel(self):
+        side = dataclasses.replace(
+            sides.parse("candidate", "/usr/bin/python3"), plan_env=(("TORCH_TEST_CPU_ONLY", "1"),)
+        )
+        self.assertEqual(side.env({})["TORCH_TEST_CPU_ONLY"], "1")
+
+    def test_a_python_side_whose_torch_cannot_use_the_gpus_on_a_gpu_host(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            smi = pathlib.Path(tmp) / "nvidia-smi"
+            smi.write_text("#!/bin/sh\necho 'NVIDIA H200, 580.159.04'\n")
+            smi.chmod(0o755)
+            python = pathlib.Path(tmp) / "python3"
+            # -S: no site-packages, so no torch whatever this interpreter has installed.
+            python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+            python.chmod(0o755)
+            path = os.environ.get("PATH", "")
+            os.environ["PATH"] = f"{tmp}:{path}"
+            sides.gpus.cache_clear()
+            try:
+                facts = sides.gpu_facts(sides.parse("candidate", f"python:{python}"))
+                pinned = sides.gpu_facts(sides.parse("baseline", "pinned"))
+            finally:
+                os.environ["PATH"] = path
+                sides.gpus.cache_clear()
+        self.assertEqual((facts.cuda, facts.gpus), (False, 1))
+        self.assertEqual((pinned.torch, pinned.cuda, pinned.gpus), ("2.13.0+cpu", False, 1))
+
+
+class SavedGpuVariantTest(unittest.TestCase):
+    """A GPU variant that ran on one side only is not compared: no regression, no pass."""
+
+    def test_a_gpu_target_saved_on_a_gpu_host_against_a_cpu_hosts_run(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            gpu_tags = ('"tag":["manual"]', '"tag":["gpu","manual"]')
+            runs = {}
+            for name, outcome, gpus in (("gpu_host", "passed", 2), ("cpu_host", "failed", 0)):
+                runs[name] = SavedRunTest._save(self, tmp, name, outcome, tags=gpu_tags)
+                record = json.loads((runs[name] / "side.json").read_text())
+                record["hardware"].update(
+                    gpu_count=gpus,
+                    torch="2.11.0+cu130" if gpus else "2.13.0+cpu",
+                    torch_cuda="13.0" if gpus else None,
+                )
+                (runs[name] / "side.json").write_text(json.dumps(record))
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = gate.main(
+                    [
+                        f"--baseline=results:{runs['gpu_host']}",
+                        f"--candidate=results:{runs['cpu_host']}",
+                        f"--out={tmp / 'r'}",
+                    ]
+                )
+            data = json.loads((tmp / "r" / "report.json").read_text())
+            markdown = (tmp / "r" / "report.md").read_text()
+        result = data["comparison"]
+        self.assertEqual(code, 0, err.getvalue())
+        self.assertEqual((result["regressions"], result["fixes"]), ([], []))
+        # Only the cpu target is compared (test_a and test_b of probe_plain).
+        self.assertEqual(result["coverage"]["cases_compared"], 2)
+        self.assertNotIn("//tools/selftest:probe_shards", data["target_status"])
+        self.assertEqual(data["variants"]["compared"], ["cpu"])
+        gpu = next(v for v in data["variants"]["not_compared"] if v["variant"] == "gpu")
+        self.assertEqual(gpu["reason"], "candidate: its saved run's host has no GPUs")
+        self.assertEqual(gpu["targets"], ["//tools/selftest:probe_shards"])
+        self.assertIn("**Variants compared on both sides:** cpu.", markdown)
+        self.assertIn(
+            "- `gpu`, `multi_gpu` not compared: candidate: its saved run's host has no GPUs "
+            "(1 target that ran on one side left out of the comparison)",
+            markdown,
+        )
 
 
 class BisectTest(unittest.TestCase):

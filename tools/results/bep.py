@@ -98,6 +98,7 @@ class Target:
     attempts: list = dataclasses.field(default_factory=list)
     shard_count: int = 1
     run_count: int = 1
+    tags: tuple = ()  # the target's tags (its variant's among them: tools/gate/variant_plan)
 
     @property
     def cached(self) -> bool:
@@ -164,6 +165,7 @@ def parse(lines) -> dict[str, Target]:
     """Targets from BEP JSON lines (see the module docstring)."""
     targets: dict[str, Target] = {}
     is_test: set[str] = set()  # configured with a test size
+    tags: dict[str, tuple] = {}  # a test's tags, as configured
     announced: set[str] = set()  # a testSummary child was announced: Bazel meant to test it
     summarized: set[str] = set()
     incompatible: set[str] = set()  # named explicitly, incompatible with the platform
@@ -182,8 +184,10 @@ def parse(lines) -> dict[str, Target]:
         elif kind == "progress":
             incompatible.update(EXPLICIT_INCOMPATIBLE.findall(event["progress"].get("stderr", "")))
         elif kind == "targetConfigured":
-            if "testSize" in event.get("configured", {}):
+            configured = event.get("configured", {})
+            if "testSize" in configured:
                 is_test.add(event_id["label"])
+                tags[event_id["label"]] = tuple(configured.get("tag", []))
         elif kind == "targetCompleted":
             label = event_id["label"]
             if any("testSummary" in child for child in event.get("children", [])):
@@ -231,6 +235,9 @@ def parse(lines) -> dict[str, Target]:
     # added: Bazel does not list them either. Nor is a target the patterns exclude, which Bazel
     # 4.2.3 still reports SKIPPED when it is incompatible (`//... -//x:t` on a host without t's
     # package).
+    for label, target_tags in tags.items():
+        if label in targets:
+            targets[label].tags = target_tags
     return {k: t for k, t in sorted(targets.items()) if not excluded(k, patterns)}
 
 
