@@ -80,10 +80,9 @@ def _distributions(modules: dict[str, str | None]) -> dict[str, list[str]]:
     for dist in sorted(
         importlib.metadata.distributions(), key=lambda d: len(str(d.locate_file("")))
     ):
+        name = _canonical(dist.metadata["Name"])  # parses METADATA: once, not once per file
         for file in dist.files or []:
-            owners.setdefault(
-                os.path.realpath(dist.locate_file(file)), _canonical(dist.metadata["Name"])
-            )
+            owners.setdefault(os.path.realpath(dist.locate_file(file)), name)
     found = {}
     for name, file in modules.items():
         owner = owners.get(os.path.realpath(file)) if file else None
