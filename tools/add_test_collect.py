@@ -24,6 +24,7 @@ With --run, what the cpu cases did here (others are not this variant's):
               `later` the same of a failure after it in a later phase, or None
 """
 
+import importlib.machinery
 import importlib.metadata
 import json
 import os
@@ -69,6 +70,10 @@ def _requirement_closure(names: set[str]) -> dict[str, list[str]]:
     return closure
 
 
+# What a module's __file__ ends with (source, bytecode, extension modules).
+_MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+
+
 def _distributions(modules: dict[str, str | None]) -> dict[str, list[str]]:
     """{module: [distribution]} by the installed files each distribution's RECORD lists.
 
@@ -80,10 +85,11 @@ def _distributions(modules: dict[str, str | None]) -> dict[str, list[str]]:
     for dist in sorted(
         importlib.metadata.distributions(), key=lambda d: len(str(d.locate_file("")))
     ):
+        name = _canonical(dist.metadata["Name"])  # parses METADATA: once, not once per file
         for file in dist.files or []:
-            owners.setdefault(
-                os.path.realpath(dist.locate_file(file)), _canonical(dist.metadata["Name"])
-            )
+            # Only files a module can be loaded from: torch's headers alone are thousands.
+            if str(file).endswith(_MODULE_SUFFIXES):
+                owners.setdefault(os.path.realpath(dist.locate_file(file)), name)
     found = {}
     for name, file in modules.items():
         owner = owners.get(os.path.realpath(file)) if file else None

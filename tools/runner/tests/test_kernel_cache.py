@@ -9,6 +9,7 @@ anew. That another torch build never shares a key or a folder is
 checked on stand-in torch folders, whose libraries change.
 """
 
+import importlib.util
 import os
 import pathlib
 import sys
@@ -32,9 +33,10 @@ WRAPPER = '#!/bin/sh\n# {note}\necho "$@" >>{log}\nexec g++ "$@"\n'
 
 
 def _site_of_torch() -> str:
-    import torch
-
-    return os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))
+    # Found, not imported: this process needs only the path (the runner's children import it).
+    return os.path.dirname(
+        os.path.dirname(os.path.abspath(importlib.util.find_spec("torch").origin))
+    )
 
 
 class _Runs:
