@@ -266,8 +266,9 @@ def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: 
     """One plain pytest process, as `label`'s variant runs it: (process, wall, summary line)."""
     source, variant = variant_of(label)
     caches = KERNEL_CACHE / "pytest"  # bytecode here, compiled once (bench/plain_env.py)
-    env = plain_env.plain_pytest_env(variant, str(ROOT), caches, python, kernels=kernels)
-    env[envvars.DECLARED_VARIANTS] = json.dumps(declared[source])
+    env = plain_env.plain_pytest_env(
+        variant, str(ROOT), caches, python, kernels=kernels, declared_variants=declared[source]
+    )
     cmd = pytest_command(python)
     proc, wall = timed([*cmd, *args], env=env)
     return proc, wall, (proc.stdout.strip().splitlines() or ["?"])[-1]

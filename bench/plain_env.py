@@ -2,15 +2,16 @@
 
 The ratios the benches report compare Bazel with plain pytest, so both sides must run the tests
 under the same variables: torch_test's COMMON_ENV (tools/hardware/envvars.bzl), the variant's
-env from the table (tools/build_defs/variants.bzl), the runner's pytest plugin settings; and none
-of this process's TORCH_TEST_* variables or compiler choice.
+env from the table (tools/build_defs/variants.bzl), the target's spec (tools/hardware/spec.py),
+the runner's pytest plugin settings; and none of this process's TORCH_TEST_* variables or
+compiler choice.
 """
 
 import os
 import pathlib
 import subprocess
 
-from tools.hardware import envvars, table
+from tools.hardware import envvars, spec, table
 from tools.runner import bytecode
 from tools.runner.process import private_dirs
 
@@ -30,10 +31,12 @@ def plain_pytest_env(
     caches: pathlib.Path,
     python: str,
     kernels: pathlib.Path | None = None,
+    declared_variants: list[str] | None = None,
     **extra: str,
 ) -> dict[str, str]:
     """This process's environment as a plain pytest run of `variant` with `python` needs it,
-    bytecode under `caches`, kernel caches under `kernels` (default `caches`); `extra` last."""
+    bytecode under `caches`, kernel caches under `kernels` (default `caches`), the source's
+    targets `declared_variants` (its torch_test's variants); `extra` last."""
     env = {
         k: v
         for k, v in without_compiler_variables(os.environ).items()
@@ -41,9 +44,8 @@ def plain_pytest_env(
     }
     env.update(envvars.COMMON_ENV)
     env.update(table.table()["VARIANTS"][variant]["env"])
-    env.update(
-        {envvars.VARIANT: variant, "PYTHONPATH": pythonpath, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    )
+    env.update(spec.Spec(variant=variant, declared_variants=declared_variants).env())
+    env.update({"PYTHONPATH": pythonpath, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     # In /tmp beside the runner's kernel caches, and as private (bytecode and kernels are
     # loaded as they are found).
     kernels = private_dirs.ensure(kernels or caches)

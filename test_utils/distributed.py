@@ -24,8 +24,9 @@ How a run works, and why:
   a `finally`, so KeyboardInterrupt (the runner's SIGTERM) leaves no process behind; the
   forkserver is killed at exit (atexit) and otherwise exits when this process dies.
 
-Environment read: TORCH_TEST_DEADLINE (the runner's, used as is), TEST_TMPDIR (rendezvous
-files), TEST_UNDECLARED_OUTPUTS_DIR (rank logs), TORCH_TEST_START_METHOD. Ranks get a copy of
+Environment read: the runner's deadline (its runtime record, tools/hardware/spec.py, used as
+is), TEST_TMPDIR (rendezvous files), TEST_UNDECLARED_OUTPUTS_DIR (rank logs),
+TORCH_TEST_START_METHOD. Ranks get a copy of
 this process's os.environ at each run_ranks call, plus RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE and GLOO_SOCKET_IFNAME=lo (unless set). Environment variables that torch reads
 at import time (e.g. TORCH_LOGS) only take effect in ranks if set before the first run.
@@ -49,7 +50,7 @@ import torch
 import torch.distributed as dist
 
 from test_utils import rank_process
-from tools.hardware import envvars
+from tools.hardware import envvars, spec
 from tools.runner.process import process_env
 
 MAX_TIMEOUT_S = 300.0
@@ -85,23 +86,14 @@ class RankFailure(AssertionError):
 def default_timeout() -> float:
     """Seconds a run may take: MAX_TIMEOUT_S, less if the runner's deadline is closer.
 
-    The runner turns Bazel's TEST_TIMEOUT into one deadline (envvars.DEADLINE, epoch seconds)
-    that already leaves its margin for stack dumps, kills and the report; it is used as is.
+    The runner turns Bazel's TEST_TIMEOUT into one deadline (its runtime record's, epoch
+    seconds) that already leaves its margin for stack dumps, kills and the report; it is used
+    as is.
     """
-    deadline = _float_env(envvars.DEADLINE)
+    deadline = spec.runtime().deadline
     if deadline is None:
         return MAX_TIMEOUT_S
     return max(MIN_TIMEOUT_S, min(MAX_TIMEOUT_S, deadline - time.time()))
-
-
-def _float_env(name: str) -> float | None:
-    value = os.environ.get(name)
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not a number of seconds") from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,11 +11,14 @@ import os
 
 import pytest
 
+from tools.hardware import spec
+
 # torch's CUDA devices, and ROCm's (HIP, and the runtime under it).
 HIDING = ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"]
 
 
 @pytest.mark.parametrize("name", HIDING)
 def test_cpu_variant_lists_no_device(name):
-    assert os.environ.get("TORCH_TEST_VARIANT") == "cpu", "run me as a cpu torch_test target"
+    target = spec.spec()
+    assert target.declared_variants and target.variant == "cpu", "run me as a cpu torch_test target"
     assert os.environ.get(name) == "", f"{name}={os.environ.get(name)!r}: a cpu test may see GPUs"

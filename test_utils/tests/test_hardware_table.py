@@ -2,7 +2,7 @@
 
 tools/build_defs/variants.bzl is the one table; tools.hardware.table reads its literals
 with Python's ast (plain pytest, the rig), the torch_test macro passes the GPU counts to every
-target (TORCH_TEST_VARIANTS, what tools.hardware.variants uses inside Bazel),
+target (in its spec, what tools.hardware.variants uses inside Bazel),
 //tools/build_defs:variants writes the table as Starlark evaluates it (plus what Starlark
 derives: tag filters, host constraints), .bazelrc spells the tag filters as configs, and
 docs/variants.md shows the table to readers. Any disagreement fails here.
@@ -30,7 +30,7 @@ def test_python_reads_the_table_starlark_evaluates():
 
 def test_the_macro_gives_every_target_the_tables_gpu_counts():
     counts = {name: spec["gpus"] for name, spec in VARIANTS.items()}
-    assert variants.VARIANTS == counts  # from this target's TORCH_TEST_VARIANTS
+    assert variants.VARIANTS == counts  # from this target's spec
     assert list(variants.VARIANTS) == list(table.table()["VARIANTS"]), "same order"
 
 

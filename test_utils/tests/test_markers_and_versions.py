@@ -8,7 +8,7 @@ import torch
 
 from test_utils import hardware, versions
 from test_utils.dynamo import guard_text
-from tools.hardware import envvars, variants
+from tools.hardware import envvars, spec, variants
 from tools.runner.process import memory_cap
 
 
@@ -52,7 +52,7 @@ def test_triton_implies_one_gpu():
 
 
 def test_unknown_variant_is_refused(monkeypatch):
-    monkeypatch.setenv(envvars.VARIANT, "tpu")
+    monkeypatch.setenv(*spec.Spec(variant="tpu").env().popitem())
     with pytest.raises(ValueError, match="unknown variant 'tpu'"):
         variants.current_variant()
 
@@ -63,7 +63,7 @@ def test_missing_hardware_message(monkeypatch):
     assert variants.missing_hardware("multi_gpu") == "variant 'multi_gpu' needs 2 GPUs, found 0"
 
 
-def test_gpu_memory_cap_waits_for_cuda_and_covers_every_device(monkeypatch):
+def test_gpu_memory_cap_waits_for_cuda_and_covers_every_device(monkeypatch, tmp_path):
     queued, capped = [], []
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     monkeypatch.setattr(torch.cuda, "_lazy_call", queued.append)
@@ -71,10 +71,10 @@ def test_gpu_memory_cap_waits_for_cuda_and_covers_every_device(monkeypatch):
     monkeypatch.setattr(
         torch.cuda, "set_per_process_memory_fraction", lambda f, d: capped.append((f, d))
     )
-    monkeypatch.delenv(envvars.GPU_MEMORY_FRACTION, raising=False)
+    monkeypatch.delenv(envvars.RUNTIME, raising=False)
     memory_cap.cap_gpu_memory()
     assert queued == [], "no shared GPUs, no cap"
-    monkeypatch.setenv(envvars.GPU_MEMORY_FRACTION, "0.5000")
+    monkeypatch.setenv(*spec.Runtime(gpu_memory_fraction=0.5).write(tmp_path).popitem())
     memory_cap.cap_gpu_memory()
     assert capped == [], "nothing may touch CUDA before the test does"
     (apply,) = queued

@@ -20,15 +20,16 @@ them. Targets whose hardware the platform lacks are SKIPPED by Bazel. `nccl` / `
 `features = {"nccl": [...]}`, for any feature of the table) must name exactly the variants
 whose tests carry @requires_nccl / @requires_triton: the pytest
 plugin fails collection otherwise (Starlark cannot read the markers, so this is checked, not
-derived). Per variant the target also gets its pool (pools.bzl).
+derived). Per variant the target also gets its pool (pools.bzl) and its spec: every static fact
+its runner and tests read, one environment entry (tools/hardware/spec.py).
 
 Declarations that contradict each other fail at loading time with a message naming them.
 """
 
-load("//tools/hardware:envvars.bzl", "COMMON_ENV", "PREFIX", "RUNNER_ENV")
+load("//tools/hardware:envvars.bzl", "COMMON_ENV", "PLUMBING", "PREFIX")
 load(":pools.bzl", "exec_properties_for")
 load(":python.bzl", "py_test")
-load(":recorded.bzl", "recorded_env")
+load(":recorded.bzl", "recorded_facts")
 load(":variants.bzl", "FEATURES", "VARIANTS", "gpu_constraint", "tag_filter")
 
 _PLATFORMS = "//tools/platforms:"
@@ -39,9 +40,9 @@ RUNNER = "//tools/runner:pytest_runner.py"
 RUNNER_DEPS = ["//tools/runner"]
 
 # What tools/hardware/variants.py needs of the table: each variant's GPU count. Passed in the
-# environment rather than as a file, so editing a pool or timeout re-runs nothing.
+# spec rather than as a file, so editing a pool or timeout re-runs nothing.
 # Pairs, not an object: json.encode sorts an object's keys, and the table's order is kept.
-_VARIANT_GPUS = json.encode([[v, VARIANTS[v]["gpus"]] for v in VARIANTS])
+_VARIANT_GPUS = [[v, VARIANTS[v]["gpus"]] for v in VARIANTS]
 
 def _fail(name, message):
     fail("torch_test(name = \"{}\"): {}".format(name, message))
@@ -89,7 +90,7 @@ def _check(name, variants, features, shard_count, lists = {}, env = {}):
         _fail(name, "env sets {}; TORCH_TEST_* variables belong to torch_test and its runner".format(bad))
 
     # A second torch_test of the same name, even with other variants: its targets would
-    # declare a different variant set for the same source (RUNNER_ENV["DECLARED_VARIANTS"]).
+    # declare a different variant set for the same source (the spec's declared_variants).
     for spec in VARIANTS.values():
         earlier = native.existing_rule(name + spec["suffix"])
         if earlier and earlier.get("generator_function") == "torch_test" and earlier.get("generator_name") == name:
@@ -122,10 +123,10 @@ def _check_no_source_directories(name, data):
                 path.rstrip("/"),
             ))
 
-def _expectations_env(name, src, expectations):
-    """{TORCH_TEST_EXPECTATIONS: its runfiles path} for the declared-outcomes file, checked."""
+def _expectations_path(name, src, expectations):
+    """The declared-outcomes file's runfiles path, checked; None without one."""
     if expectations == None:
-        return {}
+        return None
     if type(expectations) != "string":
         _fail(name, "expectations must be a file name, got the {} {}".format(type(expectations), repr(expectations)))
     if ":" in expectations or expectations.startswith("@"):
@@ -141,7 +142,7 @@ def _expectations_env(name, src, expectations):
     if not native.glob([expectations], allow_empty = True):
         _fail(name, "expectations file {} does not exist in package {}".format(expectations, native.package_name()))
     package = native.package_name()
-    return {RUNNER_ENV["EXPECTATIONS"]: package + "/" + expectations if package else expectations}
+    return package + "/" + expectations if package else expectations
 
 def _features(features, by_argument):
     """`features` with the `nccl` / `triton` arguments added (each feature's variants)."""
@@ -236,32 +237,34 @@ def torch_test(
     if srcs != None and not srcs:
         _fail(name, "srcs is empty")
     sources = srcs or [src or name + ".py"]
-    expectations_env = _expectations_env(name, sources[0], expectations)
-    if expectations_env:
+    expectations_path = _expectations_path(name, sources[0], expectations)
+    if expectations_path:
         data = data + [expectations]
     quoted_args = [_shell_quoted(a) for a in args] if type(args) == "list" else args
 
-    used_by = {v: [f for f in FEATURES if v in features.get(f, [])] for v in variants}
-
     # Every variant's features, for the pytest plugin's check against the markers.
-    declared_features = json.encode(used_by)
+    used_by = {v: [f for f in FEATURES if v in features.get(f, [])] for v in variants}
     for variant in variants:
-        spec = VARIANTS[variant]
-        target = name + spec["suffix"]
+        row = VARIANTS[variant]
+        target = name + row["suffix"]
         if native.existing_rule(target):
             _fail(name, "target {} already exists in this package".format(target))
         used = used_by[variant]
-        needs = ([gpu_constraint(spec["gpus"])] if spec["gpus"] else []) + [FEATURES[f]["constraint"] for f in used]
+        needs = ([gpu_constraint(row["gpus"])] if row["gpus"] else []) + [FEATURES[f]["constraint"] for f in used]
+
+        # The target's static facts, one value: the fields of tools/hardware/spec.py's Spec.
+        facts = {
+            "variant": variant,
+            "variants": _VARIANT_GPUS,
+            "declared_variants": variants,
+            "declared_features": used_by,
+            "whole_gpu": bool(whole_gpu and row["gpus"]),
+            "expectations": expectations_path,
+        }
+        facts.update(recorded_facts(target, variant))
         variant_env = dict(COMMON_ENV)
-        variant_env.update(spec["env"])
-        variant_env[RUNNER_ENV["VARIANT"]] = variant
-        variant_env[RUNNER_ENV["DECLARED_VARIANTS"]] = json.encode(variants)
-        variant_env[RUNNER_ENV["DECLARED_FEATURES"]] = declared_features
-        variant_env[RUNNER_ENV["VARIANTS"]] = _VARIANT_GPUS
-        variant_env.update(expectations_env)
-        variant_env.update(recorded_env(target, variant))
-        if whole_gpu and spec["gpus"]:
-            variant_env[RUNNER_ENV["WHOLE_GPU"]] = "1"
+        variant_env.update(row["env"])
+        variant_env[PLUMBING["SPEC"]] = json.encode(facts)
         variant_env.update(env)
         py_test(
             name = target,
@@ -275,8 +278,8 @@ def torch_test(
             python_version = "PY3",
             shard_count = _shards(shard_count, variant),
             size = size,
-            timeout = timeout or spec["timeout"],
-            tags = spec["tags"] + [FEATURES[f]["tag"] for f in used] + tags,
+            timeout = timeout or row["timeout"],
+            tags = row["tags"] + [FEATURES[f]["tag"] for f in used] + tags,
             target_compatible_with = [_PLATFORMS + n for n in needs],
             **kwargs
         )

@@ -1,28 +1,22 @@
 """Every TORCH_TEST_* variable: the one definition, for Starlark and Python alike.
 
-RUNNER_ENV holds what the macro hands the runner and its tests, HOST_ENV what repository rules
-read (--repo_env). tools/hardware/envvars.py reads this file's literals with Python's ast and
-serves them as envvars.VARIANT, ...: keep every assignment below a plain literal. Structured
-values are json.encode()d.
+KNOBS are what users and self-tests set for a test (--test_env), HOST_ENV what repository rules
+read (--repo_env): each a named variable with its one-line doc. PLUMBING is not for users: the
+two channels through which torch_test hands facts to a test's processes, each one value whose
+schema and one reader are tools/hardware/spec.py. tools/hardware/envvars.py reads this file's
+literals with Python's ast and serves them as envvars.SPEC, ...: keep every assignment below a
+plain literal.
 """
 
-RUNNER_ENV = {
-    # Set by the torch_test macro (tools/build_defs/torch_test.bzl) for every target.
-    "VARIANT": "TORCH_TEST_VARIANT",  # this target's variant
-    "VARIANTS": "TORCH_TEST_VARIANTS",  # JSON [[variant, GPUs]], in the table's order
-    "DECLARED_VARIANTS": "TORCH_TEST_DECLARED_VARIANTS",  # JSON [variant]: the source's targets
-    "DECLARED_FEATURES": "TORCH_TEST_DECLARED_FEATURES",  # JSON {variant: [feature]}
-    "WHOLE_GPU": "TORCH_TEST_WHOLE_GPU",  # "1": never share a GPU (tools/runner/gpu_share.py)
-    "EXPECTATIONS": "TORCH_TEST_EXPECTATIONS",  # the declared-outcomes file (tools/runner/session/expectations.py)
-    # Recorded per target (tools/build_defs/recorded.bzl).
-    "DURATIONS": "TORCH_TEST_DURATIONS",  # JSON {node id: seconds}
-    "GPU_PEAK_MIB": "TORCH_TEST_GPU_PEAK_MIB",  # peak GPU memory per GPU of the test's processes
-    # Set by the runner for the processes it starts.
-    "DEADLINE": "TORCH_TEST_DEADLINE",  # epoch seconds by which harness timeouts must have fired
-    "HOST_GPUS": "TORCH_TEST_HOST_GPUS",  # this host's GPU count once probed (the rig sets it too)
-    "GPU_MEMORY_FRACTION": "TORCH_TEST_GPU_MEMORY_FRACTION",  # this test's share of its GPUs
-    "WITNESS": "TORCH_TEST_WITNESS",  # the runner's socket for what test bodies did (tools/runner/process/witness.py)
-    # Set by users or self-tests (--test_env).
+# The channels from torch_test to a test's processes (tools/hardware/spec.py writes and reads
+# both; no other module reads them).
+PLUMBING = {
+    "SPEC": "TORCH_TEST_SPEC",  # the macro's static facts of the target, JSON (spec.Spec)
+    "RUNTIME": "TORCH_TEST_RUNTIME",  # the runner's record for the processes it starts: its path (spec.Runtime)
+}
+
+# Set by users or self-tests (--test_env).
+KNOBS = {
     "GPU_LEASE_DIR": "TORCH_TEST_GPU_LEASE_DIR",  # the GPU lease's lock directory
     "JOBS_DIR": "TORCH_TEST_JOBS_DIR",  # the thread budget's registry of running tests
     "THREAD_FORECAST": "TORCH_TEST_THREAD_FORECAST",  # "off": budget by the tests running now
@@ -31,6 +25,7 @@ RUNNER_ENV = {
     "NODE_IDS": "TORCH_TEST_NODE_IDS",  # JSON [node id]: run exactly these (the gate's re-runs)
     "VEC_ISA_MEMO": "TORCH_TEST_VEC_ISA_MEMO",  # inductor's ISA probes' memo, or "off"
     "SHOW_PLACEMENT": "TORCH_TEST_SHOW_PLACEMENT",  # "1": the log lists each case's variant
+    "HOST_GPUS": "TORCH_TEST_HOST_GPUS",  # the host's GPU count instead of nvidia-smi's (the rig's simulated hosts)
 }
 
 # What repository rules read (host_hardware.bzl, tools/python/pypi.bzl), set by users,

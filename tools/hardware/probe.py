@@ -1,7 +1,7 @@
 """What GPUs and GPU software this host has, asked without creating a CUDA context.
 
-nvidia-smi is asked once per process tree: the runner puts the answer in the environment it
-composes for the test (`exported_env`), and every process below reads it from there.
+nvidia-smi is asked once per process tree: the runner puts the answer in its runtime record
+(spec.Runtime.host_gpus), and every process below reads it from there.
 
 FEATURES holds the probe of each feature of the table (tools/build_defs/variants.bzl): the
 plugin asks it before a test marked @requires_<feature>, and tools/platforms/host_hardware.bzl
@@ -16,7 +16,7 @@ import os
 import shutil
 import subprocess
 
-from tools.hardware import envvars
+from tools.hardware import envvars, spec
 
 
 def visible_gpu_count() -> int:
@@ -34,14 +34,13 @@ def visible_gpu_count() -> int:
 
 @functools.cache
 def host_gpu_count() -> int:
-    """GPUs on this host: inherited (envvars.HOST_GPUS) or asked of nvidia-smi once."""
-    known = os.environ.get(envvars.HOST_GPUS)
-    return int(known) if known is not None else _nvidia_smi_gpus()
-
-
-def exported_env() -> dict[str, str]:
-    """The probe's answer for the processes a test starts, so that they ask no one again."""
-    return {envvars.HOST_GPUS: str(host_gpu_count())}
+    """GPUs on this host: the runner's answer (spec.Runtime), else the user's (envvars.HOST_GPUS),
+    else nvidia-smi's, asked once."""
+    known = spec.runtime().host_gpus
+    if known is not None:
+        return known
+    given = os.environ.get(envvars.HOST_GPUS)
+    return int(given) if given else _nvidia_smi_gpus()
 
 
 def nvidia_smi(*args: str) -> str | None:

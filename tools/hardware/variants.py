@@ -1,20 +1,18 @@
 """Variant arithmetic: each variant's GPU count, and which variant a GPU count is.
 
-Inside Bazel the GPU counts come from the torch_test macro (envvars.VARIANTS), so a table edit that
-changes no GPU count (a pool, a timeout) re-runs no test; outside Bazel (plain pytest, the
-rig, bench/) they are read from the table (tools/hardware/table.py).
+Inside Bazel the GPU counts come from the torch_test macro (the target's spec.Spec), so a table
+edit that changes no GPU count (a pool, a timeout) re-runs no test; outside Bazel (plain pytest,
+the rig, bench/) they are read from the table (tools/hardware/table.py).
 //test_utils/tests:test_hardware_table checks both agree.
 """
 
-import os
-
-from tools.hardware import envvars, probe
+from tools.hardware import probe, spec
 
 
 def _variant_gpus() -> dict[str, int]:
-    declared = os.environ.get(envvars.VARIANTS)
-    if declared:
-        return {name: int(n) for name, n in envvars.decode(declared)}
+    declared = spec.spec().variants
+    if declared is not None:
+        return declared
     from tools.hardware import table  # plain pytest: read the table itself
 
     return {name: spec["gpus"] for name, spec in table.table()["VARIANTS"].items()}
@@ -39,7 +37,7 @@ def declared_gpu_counts() -> str:
 
 
 def current_variant() -> str:
-    return _checked(os.environ.get(envvars.VARIANT, "cpu"))
+    return _checked(spec.spec().variant)
 
 
 def _checked(variant: str) -> str:

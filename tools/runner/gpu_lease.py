@@ -36,7 +36,7 @@ Environment:
   TORCH_TEST_GPU_LEASE_DIR   lock directory (default /dev/shm/torch_test_gpu_lease, writable in
                              Bazel's sandbox and shared by all tests on the host): the
                              allocator lock, gpu<N>.slot<M> and the queue, waiters/
-The runner waits for free GPUs until the test's deadline (TORCH_TEST_DEADLINE).
+The runner waits for free GPUs until the test's deadline (the one of its harness timeouts).
 """
 
 import contextlib

@@ -4,12 +4,13 @@ Tests bound by compiling on the CPU leave the GPU mostly idle, so several of the
 finish sooner (bench/results/gpu_suite_2026-11-23_nvidia-h200-x2.md). Sharing must never
 turn an OOM into a flake, so each GPU is cut into SLOTS slots of equal memory (of the smallest
 visible GPU) and a test takes as many as its recorded peak GPU memory needs, with a margin; its
-memory is then capped at those slots (`cap_env`, which every process of the test applies:
-tools/runner/process/memory_cap.py). A small test thus runs beside two large ones instead of
-holding half a GPU while a large one waits. Otherwise it takes every slot of its GPUs:
+memory is then capped at those slots (`memory_fraction`, in the runner's runtime record, which
+every process of the test applies: tools/runner/process/memory_cap.py). A small test thus runs
+beside two large ones instead of holding half a GPU while a large one waits. Otherwise it takes
+every slot of its GPUs:
 
-  the target says it needs a whole GPU     TORCH_TEST_WHOLE_GPU=1 (torch_test whole_gpu = True)
-  no peak recorded for the target          TORCH_TEST_GPU_PEAK_MIB unset (never measured yet)
+  the target says it needs a whole GPU     spec whole_gpu (torch_test whole_gpu = True)
+  no peak recorded for the target          spec gpu_peak_mib None (never measured yet)
   the peak needs every slot                peak * MARGIN + CONTEXT_MIB > GPU memory - one slot
 
 Peaks are recorded like durations: the runner measures the test's process tree from outside
@@ -29,7 +30,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 
-from tools.hardware import envvars, probe
+from tools.hardware import envvars, probe, spec
 
 # Slots per GPU: at most this many tests share one GPU. An H100's slot is ~5 GiB: with ~10 GiB
 # slots a 1 GiB test held 10 GiB and a 13.6 GiB one 20, so on a 4xH100 host the recorded
@@ -62,9 +63,10 @@ class Decision:
         """The part of each of its GPUs this test holds."""
         return self.slots_each / self.slots_per_gpu
 
-    def cap_env(self) -> dict[str, str]:
-        """What the test's processes need to cap their GPU memory at its share (memory_cap.py)."""
-        return {envvars.GPU_MEMORY_FRACTION: f"{self.fraction:.4f}"} if self.shared else {}
+    @property
+    def memory_fraction(self) -> float | None:
+        """The cap of the test's processes' GPU memory (memory_cap.py): its share, if shared."""
+        return self.fraction if self.shared else None
 
     def patience(self, wait: float) -> float:
         """Seconds of a `wait`-second lease during which this request reserves nothing."""
@@ -75,13 +77,13 @@ class Decision:
 
 
 def expected_seconds(env) -> float | None:
-    """This shard's expected run time: its target's recorded seconds (TORCH_TEST_DURATIONS),
-    an even share per shard as tools/runner/session/sharding.py packs them; else a share of
-    its timeout (TEST_TIMEOUT); None if neither is set."""
-    durations = envvars.decode(env.get(envvars.DURATIONS) or "{}")
+    """This shard's expected run time: its target's recorded seconds (spec durations), an even
+    share per shard as tools/runner/session/sharding.py packs them; else a share of its timeout
+    (TEST_TIMEOUT); None if neither is set."""
+    durations = spec.spec(env).durations
     if durations:
         shards = max(1, int(env.get("TEST_TOTAL_SHARDS") or 1))
-        return sum(map(float, durations.values())) / shards
+        return sum(durations.values()) / shards
     timeout = env.get("TEST_TIMEOUT")
     return UNRECORDED_SHARE * float(timeout) if timeout else None
 
@@ -98,17 +100,18 @@ def _slots(env, memory_mib: Callable[[], int | None]) -> tuple[int, int, str]:
     slots = int(explicit) if explicit else DEFAULT_SLOTS
     if slots < 1:
         raise ValueError(f"{envvars.SLOTS_PER_GPU}={explicit}: must be >= 1")
-    if env.get(envvars.WHOLE_GPU) == "1":
-        return slots, slots, f"the target needs whole GPUs ({envvars.WHOLE_GPU}=1)"
+    target = spec.spec(env)
+    if target.whole_gpu:
+        return slots, slots, "the target needs whole GPUs (torch_test whole_gpu = True)"
     if explicit:
         return slots, 1, f"{envvars.SLOTS_PER_GPU}={explicit}"
-    peak = env.get(envvars.GPU_PEAK_MIB)
-    if not peak:
+    peak = target.gpu_peak_mib
+    if peak is None:
         return slots, slots, "no peak GPU memory recorded for this target"
     memory = memory_mib()
     if not memory:
         return slots, slots, "GPU memory unknown"
-    need = int(peak) * MARGIN + CONTEXT_MIB
+    need = peak * MARGIN + CONTEXT_MIB
     slot = memory / slots
     each = math.ceil(need / slot)
     if each >= slots:

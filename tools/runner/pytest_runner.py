@@ -6,7 +6,9 @@ The runner is three kinds of process, each code in its own folder:
   this one (tools/runner/)       directories, the GPU lease, the deadline, the test process's
                                  environment (composed here, in `child_env`, and nowhere else),
                                  the witness's socket; then the verdict (verdict.py) and the
-                                 shard's record
+                                 shard's record. What it decides for its processes goes into one
+                                 runtime record (tools/hardware/spec.py), its path their one
+                                 variable; the target's static facts come from the macro's spec
   the test process and the       tools/runner/session/: `child.py --session` runs pytest with
   inventory's (session/)         the plugin (variant selection, outcome audit, declared
                                  expectations, torch's decorators as markers) and the ledger;
@@ -28,7 +30,7 @@ Bazel test protocol (https://bazel.build/reference/test-encyclopedia):
                                @pypi's, read-only (bytecode.py)
   TEST_UNDECLARED_OUTPUTS_DIR  rank logs of multi-process tests (test_utils.distributed)
   TEST_PREMATURE_EXIT_FILE     exists while tests run; a crash leaves it behind
-  TEST_TIMEOUT                 becomes the deadline of harness timeouts (TORCH_TEST_DEADLINE)
+  TEST_TIMEOUT                 becomes the deadline of harness timeouts (spec.Runtime)
   TEST_INFRASTRUCTURE_FAILURE_FILE  says why, when the GPUs the variant needs are missing or
                                not free in time: the host's or pool's failure, not the test's
 SIGTERM (Bazel's timeout) is forwarded to the test process, which dumps every thread's stack,
@@ -55,7 +57,7 @@ import resource
 import sys
 import time
 
-from tools.hardware import envvars, probe, variants
+from tools.hardware import probe, spec, variants
 from tools.results import record
 from tools.runner import (
     bytecode,
@@ -150,7 +152,13 @@ def _inventory_args(files: list[str], short: str) -> list[str]:
 
 
 def _run_checked(
-    args: list[str], env, ledger: str, check_args: list[str], short: str, seen: witness.Witness
+    args: list[str],
+    env,
+    ledger: str,
+    check_args: list[str],
+    short: str,
+    seen: witness.Witness,
+    target: spec.Spec,
 ) -> tuple[int, record.ShardRecord]:
     """Runs the tests beside the source's inventory, then judges every case the inventory holds
     for this variant by what the witness saw it do (verdict.py); a sharded target's collection
@@ -178,7 +186,7 @@ def _run_checked(
         variant = variants.current_variant()
         done = completion.Record(ledger)
         rec = verdict.shard_record(
-            found, done.excused, events, _declared(env, variant), variant, os.getcwd()
+            found, done.excused, events, _declared(target, variant), variant, os.getcwd()
         )
         rec.problems += _plugin_problems(events, done)
         if sharded:
@@ -194,13 +202,12 @@ def _run_checked(
     return status, rec
 
 
-def _declared(env, variant: str) -> list:
+def _declared(target: spec.Spec, variant: str) -> list:
     """The target's declared outcomes for this variant and torch release."""
-    source = env.get(envvars.EXPECTATIONS)
+    source = target.expectations
     if not source:
         return []
-    declared = env.get(envvars.DECLARED_VARIANTS)
-    names = envvars.decode(declared) if declared else list(variants.VARIANTS)
+    names = target.declared_variants or list(variants.VARIANTS)
     # The session refuses a broken file at collection, naming it; nothing is accepted here then.
     try:
         return expectations.applicable(expectations.load(source, names), variant)
@@ -224,21 +231,21 @@ def _plugin_problems(events: list[dict], done: completion.Record) -> list[str]:
 
 
 @contextlib.contextmanager
-def _gpus_for(variant: str, env, holder: str, leased: list, watches: list):
+def _gpus_for(variant: str, deadline: float | None, env, holder: str, leased: list, watches: list):
     """Holds the GPUs the variant needs (none for cpu) while the tests run and watches their
-    memory from outside the test (gpu_watch.py); yields the environment the test needs to use
-    them, and appends the lease's record to `leased`, the watch to `watches`."""
+    memory from outside the test (gpu_watch.py); yields the environment the test needs to see
+    them and the runtime record's GPU fields, and appends the lease's record to `leased`, the
+    watch to `watches`."""
     need = variants.gpus_needed(variant)
     if not need:
-        yield {}
+        yield {}, {}
         return
     refused = variants.cannot_run(variant)
     if refused:
         raise gpu_lease.LeaseError(refused)
-    deadline = float(env.get(envvars.DEADLINE, time.time() + 3600))
     asked = time.time()
     share = gpu_share.decide(env)
-    wait = max(1.0, deadline - time.time())
+    wait = max(1.0, (deadline or asked + 3600) - time.time())
     patience = share.patience(wait)
     with gpu_lease.lease(
         need,
@@ -270,7 +277,11 @@ def _gpus_for(variant: str, env, holder: str, leased: list, watches: list):
         )
         with gpu_watch.watch(held.gpus, whole=not share.shared) as watched:
             watches.append(watched)  # its peak is set when the block ends
-            yield {**held.env, **share.cap_env(), **probe.exported_env()}
+            gpu_facts = {
+                "gpu_memory_fraction": share.memory_fraction,
+                "host_gpus": probe.host_gpu_count(),  # asked once, for every process below
+            }
+            yield held.env, gpu_facts
         print(
             f"torch_test gpu memory: peak {watched.peak_mib} MiB per GPU ({watched.how})",
             file=sys.stderr,
@@ -284,13 +295,13 @@ def _infrastructure_failure(env, message: str) -> None:
         pathlib.Path(path).write_text(message + "\n")
 
 
-def deadline_env(env, started: float) -> dict[str, str]:
+def deadline(env, started: float) -> float | None:
     """The one deadline of the test's harness timeouts, which use it as it is."""
     if not env.get("TEST_TIMEOUT"):
-        return {}
+        return None
     # Harness timeouts must fire before Bazel's: leave 10% (at least 15 s) for teardown.
     budget = float(env["TEST_TIMEOUT"])
-    return {envvars.DEADLINE: str(started + budget - max(15.0, budget * 0.1))}
+    return started + budget - max(15.0, budget * 0.1)
 
 
 def run(argv: list[str], env=os.environ) -> int:
@@ -310,7 +321,9 @@ def run(argv: list[str], env=os.environ) -> int:
         print(f"torch_test: FAILED: {error}", file=sys.stderr)
         return 1
     # The test's environment: composed here, from what each part returns, and nowhere else.
-    child_env = {**env, **deadline_env(env, started)}
+    child_env = dict(env)
+    target = spec.spec(env)
+    due = deadline(env, started)
     if env.get("TEST_SHARD_STATUS_FILE"):
         pathlib.Path(env["TEST_SHARD_STATUS_FILE"]).touch()
     premature = env.get("TEST_PREMATURE_EXIT_FILE")
@@ -324,16 +337,17 @@ def run(argv: list[str], env=os.environ) -> int:
         args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
         ledger = os.path.join(short, "ledger")
         seen = witness.Witness(short)  # bound before any test process starts
-        child_env[envvars.WITNESS] = seen.address
         holder = env.get("TEST_TARGET", argv[0])
         check_args = _inventory_args(child.sources(argv), short)
         leased: list[record.Lease] = []
         watches: list[gpu_watch.Watched] = []
         variant = variants.current_variant()
         try:
-            with _gpus_for(variant, child_env, holder, leased, watches) as gpu_env:
+            with _gpus_for(variant, due, env, holder, leased, watches) as (gpu_env, gpu_facts):
                 child_env.update(gpu_env)
-                result, rec = _run_checked(args, child_env, ledger, check_args, short, seen)
+                facts = spec.Runtime(deadline=due, witness=seen.address, **gpu_facts)
+                child_env.update(facts.write(short))
+                result, rec = _run_checked(args, child_env, ledger, check_args, short, seen, target)
         except gpu_lease.LeaseError as error:
             message = f"GPU lease failed: {error}"
             print(message, file=sys.stderr)

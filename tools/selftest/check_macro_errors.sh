@@ -48,8 +48,8 @@ check "same name twice with disjoint variants" \
 torch_test(name = "t", variants = ["gpu"])' \
   'torch_test\(name = "t"\): declared twice: target t already exists in this package'
 check "env overrides a TORCH_TEST_ variable" \
-  'torch_test(name = "t", env = {"TORCH_TEST_VARIANT": "gpu"})' \
-  'env sets \["TORCH_TEST_VARIANT"\]; TORCH_TEST_\* variables belong to torch_test'
+  'torch_test(name = "t", env = {"TORCH_TEST_SPEC": "{}"})' \
+  'env sets \["TORCH_TEST_SPEC"\]; TORCH_TEST_\* variables belong to torch_test'
 check "src and srcs together" \
   'torch_test(name = "t", src = "t.py", srcs = ["t.py"])' \
   'torch_test\(name = "t"\): give src or srcs, not both'
@@ -93,19 +93,30 @@ printf 'load("//tools/build_defs:torch_test.bzl", "torch_test")\n\n%s\n' \
   'torch_test(name = "t", data = glob(["goldens/**"]) + ["t.py"])' >"$scratch/BUILD.bazel"
 expect_line "$("$BAZEL" query "labels(data, //$scratch:t)" 2>&1)" "^//$scratch:goldens/a.txt\$" "glob([\"goldens/**\"]) gives the files"
 
+# spec_of TARGET: the target's spec (its env's one entry, from bazel query) as the runner's
+# processes read it (tools/hardware/spec.py): the macro's value and the reader must agree.
+spec_of() {
+  "$BAZEL" query --output=build "$1" 2>&1 | python3 -c '
+import ast, re, sys
+from tools.hardware import envvars, spec
+text = sys.stdin.read()
+found = re.search(r"\"%s\": (\"(?:[^\"\\]|\\.)*\")" % envvars.SPEC, text)
+print(spec.spec({envvars.SPEC: ast.literal_eval(found.group(1))}) if found else text)'
+}
+
 say "whole_gpu: the GPU variants, and only they, take whole GPUs (tools/runner/gpu_share.py)"
 printf 'load("//tools/build_defs:torch_test.bzl", "torch_test")\n\n%s\n' \
   'torch_test(name = "t", variants = ["cpu", "gpu"], whole_gpu = True)' >"$scratch/BUILD.bazel"
-expect_line "$("$BAZEL" query --output=build "//$scratch:t_gpu" 2>&1)" '"TORCH_TEST_WHOLE_GPU": "1"' "the gpu target's env says whole"
-expect_no_line "$("$BAZEL" query --output=build "//$scratch:t" 2>&1)" 'TORCH_TEST_WHOLE_GPU' "the cpu target's env does not"
+expect_line "$(spec_of "//$scratch:t_gpu")" "variant='gpu',.* whole_gpu=True" "the gpu target's spec says whole"
+expect_line "$(spec_of "//$scratch:t")" "variant='cpu',.* whole_gpu=False" "the cpu target's spec does not"
 
-say "expectations: the file joins every variant's data, its runfiles path the environment"
+say "expectations: the file joins every variant's data, its runfiles path the spec"
 touch "$scratch/t.expectations.toml"
 printf 'load("//tools/build_defs:torch_test.bzl", "torch_test")\n\n%s\n' \
   'torch_test(name = "t", variants = ["cpu", "gpu"], expectations = "t.expectations.toml")' >"$scratch/BUILD.bazel"
 for target in t t_gpu; do
+  expect_line "$(spec_of "//$scratch:$target")" "expectations='$scratch/t.expectations.toml'" "$target's spec names the file"
   out="$("$BAZEL" query --output=build "//$scratch:$target" 2>&1)"
-  expect_line "$out" "\"TORCH_TEST_EXPECTATIONS\": \"$scratch/t.expectations.toml\"" "$target's env names the file"
   expect_line "$out" "data = \[\"//$scratch:t.expectations.toml\"\]" "$target's data has the file"
 done
 

@@ -44,6 +44,16 @@ CHECKS = (
         "none",
     ),
     Check(
+        "plumbing",
+        "tools/hardware/spec.py alone reads a target's spec and its run's runtime record; every "
+        "TORCH_TEST_* name the tree uses is defined",
+        2,
+        (),
+        ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+        + ("tools/hardware/test_plumbing.py",),
+        "none",
+    ),
+    Check(
         "lock-keeps-pins",
         "tools/python/update_lock.sh against the index: a lock edit keeps every other pin",
         10,

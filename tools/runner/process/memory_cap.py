@@ -4,26 +4,24 @@ The one part of GPU memory's policy inside the test's processes: their peak is m
 outside, by the runner (tools/runner/gpu_watch.py).
 """
 
-import os
-
-from tools.hardware import envvars
+from tools.hardware import spec
 
 
 def cap_gpu_memory() -> None:
-    """Caps this process's GPU memory at envvars.GPU_MEMORY_FRACTION, if the runner set one.
+    """Caps this process's GPU memory at its runtime record's gpu_memory_fraction, if any.
 
-    The runner exports the share when the test holds part of its GPUs (tools/runner/gpu_share.py
-    `cap_env`). The cap is queued for CUDA's lazy initialisation, so a process that never
+    The runner records the share when the test holds part of its GPUs (tools/runner/gpu_share.py
+    `memory_fraction`). The cap is queued for CUDA's lazy initialisation, so a process that never
     touches CUDA (e.g. the parent of rank processes) creates no CUDA context for it.
     """
-    fraction = os.environ.get(envvars.GPU_MEMORY_FRACTION)
-    if not fraction:
+    fraction = spec.runtime().gpu_memory_fraction
+    if fraction is None:
         return
     import torch
 
     def apply() -> None:
         for device in range(torch.cuda.device_count()):
-            torch.cuda.set_per_process_memory_fraction(float(fraction), device)
+            torch.cuda.set_per_process_memory_fraction(fraction, device)
 
     if torch.cuda.is_initialized():
         apply()

@@ -9,9 +9,9 @@ the runner does not take the verdict from pytest: it computes it (tools/runner/v
 the source's inventory and from what this module saw, sent over a channel the runner owns.
 
 The channel: a Unix datagram socket the runner binds before the test process starts
-(tools/runner/witness.py); its address reaches this module through the environment the runner
-composes (envvars.WITNESS). Each event is one datagram, sent as it happens, so it has reached
-the runner however the process ends afterwards, and nothing the process does later can take it
+(tools/runner/witness.py); its address reaches this module in the runner's runtime record
+(tools/hardware/spec.py). Each event is one datagram, sent as it happens, so it has reached the
+runner however the process ends afterwards, and nothing the process does later can take it
 back. No pytest hook, plugin or option is involved: the module wraps the functions that call a
 test, before pytest starts:
 
@@ -45,7 +45,7 @@ import sys
 import threading
 import unittest
 
-from tools.hardware import envvars
+from tools.hardware import spec
 
 _MAX_TEXT = 4000  # a message's characters kept: a datagram stays far below the socket's limit
 
@@ -144,7 +144,7 @@ def send(event: str, **fields) -> None:
 
 
 def _connect(env) -> bool:
-    address = env.get(envvars.WITNESS)
+    address = spec.runtime(env).witness
     if not address:
         return False
     if _state.channel is None:

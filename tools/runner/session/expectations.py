@@ -32,11 +32,12 @@ A declaration says what it accepts, so that it cannot also accept what it was no
   this torch): the file is refused, naming the entry, until a person confirms it by removing
   that line, so no measured failure is accepted without someone deciding to.
 
-The torch_test macro puts the file in the targets' runfiles and its path in ENV. Tests are named
-by their pytest node id without the file's directories (`test_x.py::...`), so the file reads the
-same under Bazel and plain pytest. An entry that is exactly a collected test's id names that
-test only (parametrized ids contain brackets); otherwise it is an fnmatch pattern. How the
-outcomes are judged: tools.runner.session.outcome_audit.
+The torch_test macro puts the file in the targets' runfiles and its path in their spec
+(tools/hardware/spec.py, `expectations`). Tests are named by their pytest node id without the
+file's directories (`test_x.py::...`), so the file reads the same under Bazel and plain pytest.
+An entry that is exactly a collected test's id names that test only (parametrized ids contain
+brackets); otherwise it is an fnmatch pattern. How the outcomes are judged:
+tools.runner.session.outcome_audit.
 """
 
 import dataclasses
@@ -44,11 +45,9 @@ import fnmatch
 import re
 import tomllib
 
-from tools.hardware import envvars
 from tools.runner.process import witness
 from tools.runner.session import releases
 
-ENV = envvars.EXPECTATIONS
 OUTCOMES = ("skip", "fail")
 # JUnit user properties (item.user_properties) of a test with a declared outcome: the
 # declaration, and the text of the outcome that its match accepted.

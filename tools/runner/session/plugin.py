@@ -4,9 +4,9 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
 - Tests whose hardware markers (test_utils.hardware) belong to another variant are deselected,
   so each test runs in exactly one Bazel target.
 - A test whose variant has no Bazel target for its source fails the run: the variants of a
-  source must partition its tests (TORCH_TEST_DECLARED_VARIANTS, set by the torch_test macro).
+  source must partition its tests (the spec's declared_variants, from the torch_test macro).
   So does a test whose GPU count has no variant at all (@requires_gpus(3)).
-- Each variant's features (nccl, triton: TORCH_TEST_DECLARED_FEATURES, from torch_test's nccl /
+- Each variant's features (nccl, triton: the spec's declared_features, from torch_test's nccl /
   triton arguments, which become platform constraints) must be exactly those its tests'
   markers use: a @requires_nccl test in a target without nccl would run on hosts without NCCL.
   Every target of a source checks every variant (collection sees all tests), so the cpu
@@ -27,12 +27,11 @@ Loaded by the Bazel runner (and by the repository's conftest.py for plain pytest
   every outcome (skips, xfails, declared outcomes, tests defined but never run).
 """
 
-import os
 import sys
 
 import pytest
 
-from tools.hardware import envvars, probe, variants
+from tools.hardware import probe, spec, variants
 from tools.runner.process import kernel_cache, memory_cap, vec_isa_memo, witness
 from tools.runner.session import (
     expectations,
@@ -86,7 +85,7 @@ def pytest_collection_modifyitems(config, items):
     if orphans:
         raise pytest.UsageError(
             "these tests belong to variants this source declares no target for "
-            f"(declared: {os.environ[envvars.DECLARED_VARIANTS]}):\n  " + "\n  ".join(orphans)
+            f"(declared: {spec.spec().declared_variants}):\n  " + "\n  ".join(orphans)
         )
     mismatch = _feature_mismatch(items)
     if mismatch:
@@ -121,10 +120,10 @@ def _not_applicable_variant() -> str:
 
 
 def _tests_without_target(items) -> list[str]:
-    declared = os.environ.get(envvars.DECLARED_VARIANTS)
-    if not declared:
+    declared = spec.spec().declared_variants
+    if declared is None:
         return []  # plain pytest outside Bazel
-    targets = set(envvars.decode(declared))
+    targets = set(declared)
     return [
         f"{i.nodeid} ({requirements(i).variant})"
         for i in items
@@ -134,13 +133,11 @@ def _tests_without_target(items) -> list[str]:
 
 def _feature_mismatch(items) -> str | None:
     """Why some variant's declared features differ from its tests' markers, or None."""
-    declared_env = os.environ.get(envvars.DECLARED_FEATURES)
-    if declared_env is None:
+    declared_features = spec.spec().declared_features
+    if declared_features is None:
         return None  # plain pytest outside Bazel
     # {"cpu": [], "gpu": ["nccl", "triton"], ...}: every declared variant of the source.
-    declared = {
-        variant: set(features) for variant, features in envvars.decode(declared_env).items()
-    }
+    declared = {variant: set(features) for variant, features in declared_features.items()}
     problems = []
     for variant, features in declared.items():
         ours = [i for i in items if requirements(i).variant == variant]
@@ -198,14 +195,13 @@ def pytest_unconfigure(config):
 
 def _declared_variants() -> list[str] | None:
     """The variants of the source's targets (torch_test), or None under plain pytest."""
-    declared = os.environ.get(envvars.DECLARED_VARIANTS)
-    return envvars.decode(declared) if declared else None
+    return spec.spec().declared_variants
 
 
 def _outcome_audit() -> outcome_audit.OutcomeAudit:
     """The audit, with the target's declared outcomes (torch_test's expectations) if any."""
     variant = variants.current_variant()
-    source = os.environ.get(envvars.EXPECTATIONS, "")
+    source = spec.spec().expectations or ""
     entries = []
     if source:
         declared = _declared_variants() or list(variants.VARIANTS)

@@ -1,7 +1,7 @@
 """Which tests a Bazel shard runs: deterministic, every test in exactly one shard.
 
-With recorded durations (TORCH_TEST_DURATIONS: this target's entry of tools/test_times.bzl, set
-by tools/build_defs/recorded.bzl) tests are packed greedily, longest first, onto the
+With recorded durations (the spec's durations: this target's entry of tools/test_times.bzl,
+from tools/build_defs/recorded.bzl) tests are packed greedily, longest first, onto the
 least-loaded shard; tests without a record follow, each counted as UNKNOWN_DURATION, also onto
 the least-loaded shard (so a new test does not land beside the longest one; with no records at
 all this is round-robin). Ties break on node id, so a given file always yields the same split.
@@ -10,7 +10,7 @@ all this is round-robin). Ties break on node id, so a given file always yields t
 import heapq
 import os
 
-from tools.hardware import envvars
+from tools.hardware import spec
 
 # Seconds assumed for a test missing from the durations.
 UNKNOWN_DURATION = 1.0
@@ -33,8 +33,8 @@ def assign(node_ids: list[str], total_shards: int, durations: dict[str, float]) 
 
 
 def load_durations(env) -> dict[str, float]:
-    """Per-test seconds recorded for this target (JSON in envvars.DURATIONS), or {} if none."""
-    return {k: float(v) for k, v in envvars.decode(env.get(envvars.DURATIONS) or "{}").items()}
+    """Per-test seconds recorded for this target (tools/hardware/spec.py), or {} if none."""
+    return spec.spec(env).durations
 
 
 class ShardSelector:

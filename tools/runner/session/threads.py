@@ -23,7 +23,7 @@ Why the midpoint: the count is fixed for the whole case (changing it mid-case wo
 CPU reductions split between a case's reference and compiled computations), and a long case that
 starts beside many short ones keeps their count after they end, while most of the host's
 cores sit idle (bench/host_suite.py's runner lines show it). Each process publishes, in its
-registry file, the recorded seconds of its cases not yet finished (TORCH_TEST_DURATIONS, from
+registry file, the recorded seconds of its cases not yet finished (its spec's durations, from
 tools/test_times.bzl): from registration on, what the record puts in its shard, since every
 test of a suite registers at once and collects for seconds before its first case; from
 collection on, what its selection has left, an unrecorded case counted as sharding's

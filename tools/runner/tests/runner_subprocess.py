@@ -11,17 +11,17 @@ import subprocess
 import sys
 import textwrap
 
+from tools.hardware import envvars, spec
+
 RUNNER = pathlib.Path(__file__).resolve().parents[1] / "pytest_runner.py"
 
 # Set by Bazel, torch_test and the runner for the test we run in; the runner under test gets
 # its own.
 _OUR_PROTOCOL = ("TEST_", "TESTBRIDGE_", "XML_")
 _OUR_VARIANT = (
-    "TORCH_TEST_VARIANT",
-    "TORCH_TEST_DECLARED_VARIANTS",
-    "TORCH_TEST_DECLARED_FEATURES",
-    "TORCH_TEST_DEADLINE",
-    "TORCH_TEST_HOST_GPUS",
+    envvars.SPEC,
+    envvars.RUNTIME,
+    envvars.HOST_GPUS,
     "PYTHONPYCACHEPREFIX",
     "PYTHONDONTWRITEBYTECODE",
     # The cpu variant's hiding of accelerators (CPU_ENV in variants.bzl): the runner under test
@@ -52,8 +52,9 @@ def write_tests(tmp_path, body: str, name: str = "test_fixture.py") -> pathlib.P
     return path
 
 
-def bazel_env(tmp_path, **extra) -> dict:
-    """A fresh Bazel test environment under tmp_path; `extra` adds or overrides variables."""
+def bazel_env(tmp_path, spec_fields: dict | None = None, **extra) -> dict:
+    """A fresh Bazel test environment under tmp_path; `spec_fields` are the target's facts
+    (tools/hardware/spec.py), `extra` adds or overrides variables."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -67,8 +68,15 @@ def bazel_env(tmp_path, **extra) -> dict:
         TEST_TARGET="//fake:target",
         PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
     )
+    env.update(spec_env(**(spec_fields or {})))
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+def spec_env(**fields) -> dict:
+    """The spec's entry of a target with these facts (tools/hardware/spec.py): the table's GPU
+    counts stay ours (a torch_test's runfiles hold no table), the rest is the target's."""
+    return spec.Spec(**{"variants": spec.spec().variants, **fields}).env()
 
 
 def start_runner(test_file: pathlib.Path, env: dict, args=()) -> subprocess.Popen:

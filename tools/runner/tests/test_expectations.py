@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from tools.hardware.spec import Spec
 from tools.runner.session import expectations, releases
 
 
@@ -179,6 +180,6 @@ def test_the_session_refuses_a_proposed_entry(tmp_path, monkeypatch):
         '[[expect]]\ntest = "t.py::test_a"\noutcome = "fail"\nreason = "r"\n'
         'match = "AssertionError: off by one"\nproposed = true\n'
     )
-    monkeypatch.setenv(expectations.ENV, str(path))
+    monkeypatch.setenv(*Spec(expectations=str(path)).env().popitem())
     with pytest.raises(pytest.UsageError, match="a proposed entry .*test = 't.py::test_a'"):
         plugin._outcome_audit()

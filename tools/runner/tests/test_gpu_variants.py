@@ -5,12 +5,17 @@ leases exactly its GPUs (a 4-GPU and a 2-GPU target at once), that multi-process
 their world from the lease, and that collection refuses tests no target can hold honestly.
 """
 
-import json
 import os
 import subprocess
 import textwrap
 
-from tools.runner.tests.runner_subprocess import bazel_env, run_runner, start_runner, write_tests
+from tools.runner.tests.runner_subprocess import (
+    bazel_env,
+    run_runner,
+    spec_env,
+    start_runner,
+    write_tests,
+)
 
 HOST_GPUS = 8
 
@@ -66,9 +71,11 @@ def test_each_variant_leases_exactly_its_gpus_at_once(tmp_path):
         run_dir.mkdir()
         env = fake_host(run_dir)
         env.update(
-            TORCH_TEST_VARIANT=variant,
-            TORCH_TEST_DECLARED_VARIANTS='["cpu","multi_gpu","gpu_x4"]',
-            TORCH_TEST_DECLARED_FEATURES='{"cpu":[],"multi_gpu":[],"gpu_x4":[]}',
+            spec_env(
+                variant=variant,
+                declared_variants=["cpu", "multi_gpu", "gpu_x4"],
+                declared_features={"cpu": [], "multi_gpu": [], "gpu_x4": []},
+            ),
             TORCH_TEST_GPU_LEASE_DIR=str(tmp_path / "lease"),
             MEETING=str(meeting),
         )
@@ -103,9 +110,7 @@ def test_a_gpu_count_without_variant_fails_at_collection(tmp_path):
             pass
     """
     env = fake_host(tmp_path)
-    env.update(
-        TORCH_TEST_VARIANT="cpu", TORCH_TEST_DECLARED_VARIANTS='["cpu","multi_gpu","gpu_x4"]'
-    )
+    env.update(spec_env(variant="cpu", declared_variants=["cpu", "multi_gpu", "gpu_x4"]))
     result = run_runner(write_tests(tmp_path, textwrap.dedent(body)), env)
     assert result.returncode != 0
     output = result.stdout + result.stderr
@@ -131,9 +136,11 @@ def _run_cpu_target(tmp_path, declared_features):
     # The cpu target checks the multi_gpu variant's declaration too: CPU hosts catch it.
     env = fake_host(tmp_path)
     env.update(
-        TORCH_TEST_VARIANT="cpu",
-        TORCH_TEST_DECLARED_VARIANTS='["cpu","multi_gpu"]',
-        TORCH_TEST_DECLARED_FEATURES=json.dumps({"cpu": [], "multi_gpu": declared_features}),
+        spec_env(
+            variant="cpu",
+            declared_variants=["cpu", "multi_gpu"],
+            declared_features={"cpu": [], "multi_gpu": declared_features},
+        )
     )
     result = run_runner(write_tests(tmp_path, NCCL_BODY), env)
     return result.returncode, result.stdout + result.stderr

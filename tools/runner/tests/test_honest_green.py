@@ -24,7 +24,7 @@ def run(tmp_path, body: str, env=None, args=(), extra_files=None):
 def declare(tmp_path, *entries: str) -> dict:
     path = tmp_path / "test_fixture.expectations.toml"
     path.write_text("\n".join("[[expect]]\n" + textwrap.dedent(e) for e in entries))
-    return bazel_env(tmp_path, TORCH_TEST_EXPECTATIONS=path)
+    return bazel_env(tmp_path, dict(expectations=str(path)))
 
 
 def assert_fails(result, *needles):

@@ -28,11 +28,12 @@ FAILS = "def test_broken():\n    assert 1 == 2, 'off by one'\n\ndef test_ok():\n
 PASSES = "def test_a():\n    pass\n\ndef test_b():\n    pass\n\ndef test_c():\n    pass\n"
 
 
-def declare(tmp_path, *entries: str, **env) -> dict:
+def declare(tmp_path, *entries: str, declared_variants=None, **env) -> dict:
     """A Bazel environment whose target declares `entries` ([[expect]] tables)."""
     path = tmp_path / "test_fixture.expectations.toml"
     path.write_text("\n".join("[[expect]]\n" + textwrap.dedent(e) for e in entries))
-    return bazel_env(tmp_path, TORCH_TEST_EXPECTATIONS=path, **env)
+    facts = dict(expectations=str(path), declared_variants=declared_variants)
+    return bazel_env(tmp_path, facts, **env)
 
 
 def cases(tmp_path) -> dict[str, junit.Case]:
@@ -179,7 +180,7 @@ def test_pattern_and_parametrized_ids(tmp_path):
 
 def test_entries_for_another_variant_do_not_apply(tmp_path):
     entry = SKIP_ENTRY + 'variants = ["gpu"]\n'
-    env = declare(tmp_path, entry, TORCH_TEST_DECLARED_VARIANTS='["cpu","gpu"]')
+    env = declare(tmp_path, entry, declared_variants=["cpu", "gpu"])
     result = run(tmp_path, SKIPS_FOR_GPU, env)
     assert result.returncode == 1
     assert "skipped tests fail this target" in result.output

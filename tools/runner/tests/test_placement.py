@@ -1,7 +1,6 @@
 """Every target's log says where its source's cases went, and multi-process tests whose world
 size follows the visible devices go where there are at least 2 (through the real runner)."""
 
-from tools.hardware import envvars
 from tools.runner.session import placement
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
@@ -46,25 +45,25 @@ class TestFixedWorld(MultiProcessTestCase):
 """
 
 DECLARED = dict(
-    TORCH_TEST_VARIANT="cpu",
-    TORCH_TEST_DECLARED_VARIANTS=envvars.encode(["cpu", "gpu", "multi_gpu"]),
-    TORCH_TEST_DECLARED_FEATURES=envvars.encode(
-        {"cpu": [], "gpu": ["nccl"], "multi_gpu": ["nccl"]}
-    ),
-    CUDA_VISIBLE_DEVICES="",
+    variant="cpu",
+    declared_variants=["cpu", "gpu", "multi_gpu"],
+    declared_features={"cpu": [], "gpu": ["nccl"], "multi_gpu": ["nccl"]},
 )
 
 
 def test_log_counts_each_sibling_variants_cases_and_lists_them_on_request(tmp_path):
     test_file = write_tests(tmp_path, UPSTREAM_STYLE)
-    result = run_runner(test_file, bazel_env(tmp_path, **DECLARED))
+    result = run_runner(test_file, bazel_env(tmp_path, DECLARED, CUDA_VISIBLE_DEVICES=""))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     assert "torch_test placement: cpu=1 gpu=2 multi_gpu=2 (this target: cpu)" in out
     assert placement.parse(out) == ({"cpu": 1, "gpu": 2, "multi_gpu": 2}, "cpu")
     assert "placement: multi_gpu:" not in out
 
-    shown = run_runner(test_file, bazel_env(tmp_path, **DECLARED, TORCH_TEST_SHOW_PLACEMENT="1"))
+    shown = run_runner(
+        test_file,
+        bazel_env(tmp_path, DECLARED, CUDA_VISIBLE_DEVICES="", TORCH_TEST_SHOW_PLACEMENT="1"),
+    )
     lines = (shown.stdout + shown.stderr).splitlines()
     assert sorted(
         line for line in lines if line.startswith("torch_test placement: multi_gpu:")
@@ -97,12 +96,8 @@ def test_a_source_without_cases_names_the_imports_that_failed(tmp_path):
                 pass
         """,
     )
-    only_cpu = dict(
-        DECLARED,
-        TORCH_TEST_DECLARED_VARIANTS=envvars.encode(["cpu"]),
-        TORCH_TEST_DECLARED_FEATURES=envvars.encode({"cpu": []}),
-    )
-    result = run_runner(test_file, bazel_env(tmp_path, **only_cpu))
+    only_cpu = dict(DECLARED, declared_variants=["cpu"], declared_features={"cpu": []})
+    result = run_runner(test_file, bazel_env(tmp_path, only_cpu, CUDA_VISIBLE_DEVICES=""))
     assert result.returncode != 0
     out = result.stdout + result.stderr
     assert "no tests selected in this target" in out

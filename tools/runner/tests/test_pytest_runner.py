@@ -155,7 +155,7 @@ def test_module_level_importorskip_names_the_module(tmp_path):
 def test_missing_gpus_fail_loudly(tmp_path):
     body = "from test_utils.hardware import requires_gpus\n\n@requires_gpus(2)\n"
     body += "def test_two_gpus():\n    pass\n"
-    env = bazel_env(tmp_path, TORCH_TEST_VARIANT="multi_gpu", CUDA_VISIBLE_DEVICES="")
+    env = bazel_env(tmp_path, dict(variant="multi_gpu"), CUDA_VISIBLE_DEVICES="")
     result = run_runner(write_tests(tmp_path, body), env)
     assert result.returncode != 0
     assert "needs 2 GPUs, found 0" in result.stderr
@@ -163,7 +163,7 @@ def test_missing_gpus_fail_loudly(tmp_path):
 
 def test_missing_gpus_are_an_infrastructure_failure(tmp_path):
     infra = tmp_path / "test.infrastructure_failure"
-    env = bazel_env(tmp_path, TORCH_TEST_VARIANT="gpu", CUDA_VISIBLE_DEVICES="")
+    env = bazel_env(tmp_path, dict(variant="gpu"), CUDA_VISIBLE_DEVICES="")
     env["TEST_INFRASTRUCTURE_FAILURE_FILE"] = str(infra)
     result = run_runner(write_tests(tmp_path, "def test_a():\n    pass\n"), env)
     assert result.returncode != 0
@@ -173,7 +173,7 @@ def test_missing_gpus_are_an_infrastructure_failure(tmp_path):
 def test_test_in_undeclared_variant_fails(tmp_path):
     body = "from test_utils.hardware import requires_gpus\n\ndef test_cpu():\n    pass\n\n"
     body += "@requires_gpus(1)\ndef test_one_gpu():\n    pass\n"
-    env = bazel_env(tmp_path, TORCH_TEST_VARIANT="cpu", TORCH_TEST_DECLARED_VARIANTS='["cpu"]')
+    env = bazel_env(tmp_path, dict(variant="cpu", declared_variants=["cpu"]))
     result = run_runner(write_tests(tmp_path, body), env)
     assert result.returncode != 0
     assert "test_one_gpu (gpu)" in result.stdout + result.stderr

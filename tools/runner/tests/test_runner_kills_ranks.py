@@ -115,9 +115,8 @@ def test_sigterm_to_runner_kills_every_rank(tmp_path):
     marker = str(tmp_path)  # unique to this test: in every descendant's environment
     env = bazel_env(
         tmp_path,
+        dict(variant="cpu", declared_variants=["cpu"]),
         TEST_TARGET="//fake:ranks_hang",
-        TORCH_TEST_VARIANT="cpu",
-        TORCH_TEST_DECLARED_VARIANTS='["cpu"]',
     )
     runner = start_runner(test_file, env)
     pids: set[int] = set()

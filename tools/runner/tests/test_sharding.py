@@ -1,8 +1,6 @@
 """Self-tests of shard assignment (tools/runner/session/sharding.py)."""
 
-import json
-
-from tools.hardware import envvars
+from tools.hardware.spec import Spec
 from tools.runner.session import sharding
 
 IDS = [f"t::test_{i:02d}" for i in range(10)]
@@ -42,6 +40,6 @@ def test_assignment_is_deterministic():
 
 
 def test_durations_come_from_the_targets_environment():
-    env = {envvars.DURATIONS: json.dumps({"x": 2, "y": 3.5})}
+    env = Spec(durations={"x": 2, "y": 3.5}).env()
     assert sharding.load_durations(env) == {"x": 2.0, "y": 3.5}
     assert sharding.load_durations({}) == {}

@@ -9,7 +9,6 @@ declares only the cpu variant must be refused with the GPU tests named.
 
 import xml.etree.ElementTree as ET
 
-from tools.hardware import envvars
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
 UPSTREAM_STYLE = """
@@ -75,8 +74,8 @@ class TestDevice(TestCase):
 instantiate_device_type_tests(TestDevice, globals())
 """
 
-ALL_VARIANTS = envvars.encode(["cpu", "gpu", "multi_gpu", "gpu_x4"])
-FEATURES = envvars.encode({"cpu": [], "gpu": ["triton"], "multi_gpu": ["nccl"], "gpu_x4": ["nccl"]})
+ALL_VARIANTS = ["cpu", "gpu", "multi_gpu", "gpu_x4"]
+FEATURES = {"cpu": [], "gpu": ["triton"], "multi_gpu": ["nccl"], "gpu_x4": ["nccl"]}
 
 
 def _cases(path):
@@ -90,9 +89,7 @@ def test_cpu_target_runs_what_needs_no_gpu_and_reports_not_applicable(tmp_path):
     test_file = write_tests(tmp_path, UPSTREAM_STYLE)
     env = bazel_env(
         tmp_path,
-        TORCH_TEST_VARIANT="cpu",
-        TORCH_TEST_DECLARED_VARIANTS=ALL_VARIANTS,
-        TORCH_TEST_DECLARED_FEATURES=FEATURES,
+        dict(variant="cpu", declared_variants=ALL_VARIANTS, declared_features=FEATURES),
         CUDA_VISIBLE_DEVICES="",
     )
     result = run_runner(test_file, env)
@@ -117,9 +114,7 @@ def test_source_without_gpu_targets_is_refused_naming_each_gpu_test(tmp_path):
     test_file = write_tests(tmp_path, UPSTREAM_STYLE)
     env = bazel_env(
         tmp_path,
-        TORCH_TEST_VARIANT="cpu",
-        TORCH_TEST_DECLARED_VARIANTS=envvars.encode(["cpu"]),
-        TORCH_TEST_DECLARED_FEATURES=envvars.encode({"cpu": []}),
+        dict(variant="cpu", declared_variants=["cpu"], declared_features={"cpu": []}),
         CUDA_VISIBLE_DEVICES="",
     )
     result = run_runner(test_file, env)

@@ -12,9 +12,10 @@ from tools.runner.tests.runner_subprocess import bazel_env, run_runner
 FIXTURES = pathlib.Path(__file__).absolute().parents[3] / "upstream_style_tests"
 
 
-def _run(tmp_path, name, **env):
+def _run(tmp_path, name, expectations=None):
+    facts = dict(expectations=expectations and str(expectations))
     result = run_runner(
-        FIXTURES / f"{name}.py", bazel_env(tmp_path, CUDA_VISIBLE_DEVICES="", **env)
+        FIXTURES / f"{name}.py", bazel_env(tmp_path, facts, CUDA_VISIBLE_DEVICES="")
     )
     return result.returncode, result.stdout + result.stderr
 
@@ -28,9 +29,7 @@ def test_undeclared_skip_fails_its_target(tmp_path):
 
 def test_stale_declaration_fails_its_target(tmp_path):
     expectations = FIXTURES / "test_upstream_stale_declaration.expectations.toml"
-    code, out = _run(
-        tmp_path, "test_upstream_stale_declaration", TORCH_TEST_EXPECTATIONS=expectations
-    )
+    code, out = _run(tmp_path, "test_upstream_stale_declaration", expectations=expectations)
     assert code == 1, out[-3000:]
     assert "stale" in out.lower()
     assert "TestStaleDeclaration::test_fixed_since" in out

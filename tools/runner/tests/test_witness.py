@@ -170,7 +170,7 @@ DECLARED_FAIL = """
 def declared(tmp_path) -> dict:
     """The runner's environment with DECLARED_FAIL as the target's expectations file."""
     (tmp_path / "expect.toml").write_text(textwrap.dedent(DECLARED_FAIL))
-    return bazel_env(tmp_path, TORCH_TEST_EXPECTATIONS=tmp_path / "expect.toml")
+    return bazel_env(tmp_path, dict(expectations=str(tmp_path / "expect.toml")))
 
 
 def test_a_thread_exception_fails_a_declared_fail(tmp_path):
@@ -348,7 +348,7 @@ def test_a_teardown_error_after_a_declared_fail_is_declared_with_it(tmp_path, de
     if declared_teardown:
         entry += 'teardown = "RuntimeError: Cannot clear callbacks"\n'
     (tmp_path / "expect.toml").write_text(entry)
-    env = bazel_env(tmp_path, TORCH_TEST_EXPECTATIONS=tmp_path / "expect.toml")
+    env = bazel_env(tmp_path, dict(expectations=str(tmp_path / "expect.toml")))
     result = run(tmp_path, TEARDOWN_AFTER_THE_CALL, env=env)
     case = result.record.cases["test_fixture.py::TestCallbacks::test_callback"]
     if declared_teardown:
