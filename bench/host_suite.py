@@ -91,7 +91,6 @@ sys.path.insert(0, str(ROOT))
 
 from bench import plain_env  # noqa: E402
 from tools import update_test_times  # noqa: E402
-from tools.hardware import envvars  # noqa: E402
 from tools.hardware.probe import host_gpu_count  # noqa: E402
 from tools.hardware.table import table  # noqa: E402
 from tools.python import host_mode  # noqa: E402
