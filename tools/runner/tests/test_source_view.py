@@ -111,9 +111,18 @@ def _in_view(view, workspace) -> dict:
     """The probe run in a child that entered the view first (preexec_fn)."""
     import json
 
+    def enter():
+        # subprocess hides a preexec_fn's exception ("Exception occurred in preexec_fn"): say
+        # it on the child's stderr, which the assertion below shows.
+        try:
+            view.preexec()
+        except BaseException as error:
+            os.write(2, f"entering the view: {type(error).__name__}: {error}\n".encode())
+            os._exit(70)
+
     run = subprocess.run(
         [sys.executable, "-c", _PROBE, str(workspace)],
-        preexec_fn=view.preexec,
+        preexec_fn=enter,
         capture_output=True,
         text=True,
     )
