@@ -148,10 +148,15 @@ def _list(name: str, values: list[str]) -> list[str]:
 
 
 def stanza(
-    path: pathlib.Path, placed: dict[str, list], deps: list[str], expectations: bool = False
+    path: pathlib.Path,
+    placed: dict[str, list],
+    deps: list[str],
+    expectations: bool = False,
+    srcs: list[str] | None = None,
 ) -> str:
     """The torch_test call, its arguments in buildifier's order (name, the others by name,
-    deps), so that formatting the BUILD file changes nothing."""
+    deps), so that formatting the BUILD file changes nothing. `srcs`: a pack of those files,
+    named after `path` (then `path.stem` is the pack's name, not a file's)."""
     used_variants = [v for v in variants.VARIANTS if any(p[0] == v for p in placed.values())]
     arguments = {}
     if used_variants != ["cpu"]:
@@ -163,6 +168,8 @@ def stanza(
         arguments[feature] = _list(feature, used)
     if expectations:
         arguments["expectations"] = [f'    expectations = "{path.stem}.expectations.toml",']
+    if srcs:
+        arguments["srcs"] = _list("srcs", srcs)
     lines = ["torch_test(", f'    name = "{path.stem}",']
     for name in sorted(arguments):
         lines += arguments[name]

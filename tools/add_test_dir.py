@@ -29,7 +29,7 @@ import re
 import sys
 import tomllib
 
-from tools import add_test, add_test_deps
+from tools import add_test, add_test_deps, add_test_pack
 
 MARKER = "# add_test: generated "
 _MARKER_LINE = re.compile(r"^# add_test: generated ([0-9a-f]{12})$")
@@ -177,11 +177,14 @@ def _arguments(call: ast.Call) -> dict:
 
 
 def _src_of(arguments: dict) -> str | None:
+    """A stanza's key: its file's name, or a pack's (srcs) target name."""
     src = arguments.get("src")
     if isinstance(src, str):
         return src
     name = arguments.get("name")
-    return f"{name}.py" if isinstance(name, str) and "srcs" not in arguments else None
+    if not isinstance(name, str):
+        return None
+    return name if "srcs" in arguments else f"{name}.py"
 
 
 def read_build(text: str) -> tuple[list[str], list[tuple[int, int, Block]]]:
@@ -221,7 +224,9 @@ def merge_build(text: str | None, stanzas: dict[str, str | None]):
         if block.key not in stanzas:
             if block.generated:
                 replaced[head] = (end, [])
-                said.append(f"BUILD.bazel: removed {block.key}'s stanza: the file is gone")
+                moved = any(f'"{block.key}"' in s for s in stanzas.values() if s)
+                why = "its files are arranged otherwise now" if moved else "the file is gone"
+                said.append(f"BUILD.bazel: removed {block.key}'s stanza: {why}")
             continue
         if new is None:
             continue
@@ -271,9 +276,69 @@ def _result_line(path: pathlib.Path, result: dict, proposed, ran: bool) -> str:
     return line
 
 
+@dataclasses.dataclass
+class Measured:
+    """One collected file: what its target or pack is written from."""
+
+    path: pathlib.Path
+    result: dict
+    entries: list[dict]  # the proposed expectations entries of its cpu cases
+    deps: list[str]
+
+
+def _owned_groups(directory: pathlib.Path, build_text: str | None, files) -> dict:
+    """{stanza key: [its files]} of the torch_test stanzas a person owns: edited or written by
+    hand, or whose expectations file holds an entry a person edited or wrote (a confirmed
+    proposal). add_test keeps how those files are arranged."""
+    owned = {}
+    for _, _, block in read_build(build_text)[1] if build_text else []:
+        args = block.value
+        members = args.get("srcs") if isinstance(args.get("srcs"), list) else [block.key]
+        members = [m for m in members if isinstance(m, str) and m in files]
+        if block.key is None or not members:
+            continue
+        toml = directory / str(args.get("expectations", ""))
+        mine = toml.is_file() and any(not b.generated for b in read_entries(toml.read_text())[1])
+        if not block.generated or mine:
+            owned[block.key] = members
+    return owned
+
+
+def _arrange(measured: dict[str, Measured], owned: dict[str, list[str]]) -> dict[str, list]:
+    """{stanza key: [its files]}: add_test_pack's plan, the owned groups kept."""
+    files = []
+    for name, m in measured.items():
+        placed = m.result["placed"]
+        ran = sum(1 for p in placed.values() if p[0] == "cpu")
+        kind = tuple(sorted({(p[0] or "", tuple(p[1])) for p in placed.values()}))
+        files.append(
+            add_test_pack.Measured(name, m.result.get("seconds", 0.0), ran, len(placed), kind)
+        )
+    keys = {tuple(group): key for key, group in owned.items()}
+    out = {}
+    for group in add_test_pack.plan(files, list(owned.values())):
+        if tuple(group) in keys:
+            out[keys[tuple(group)]] = group
+        elif len(group) == 1:
+            out[group[0]] = group
+        else:
+            out[add_test_pack.pack_name(group)] = group
+    return out
+
+
+def _write_entries(toml: pathlib.Path, entries: list[dict]) -> list[str]:
+    old = toml.read_text() if toml.is_file() else None
+    new, said = merge_entries(old, entries, toml.name)
+    if new is None and old is not None:
+        toml.unlink()
+    elif new is not None and new != old:
+        toml.write_text(new)
+    return said
+
+
 def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[str], int]:
     """Writes DIR's files from the measured `results`; what it says, and the exit status."""
-    said, status, stanzas = [], 0, {}
+    said, status, stanzas, measured = [], 0, {}, {}
     for path, result in results.items():
         if isinstance(result, str) or result["errors"]:
             status = 1
@@ -288,21 +353,36 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
         lost = add_test.uncollected_classes(path.read_text(), result["placed"])
         if lost:
             said.append("    DEFINES TESTS NOTHING COLLECTS: " + ", ".join(lost))
-        toml = path.with_name(f"{path.stem}.expectations.toml")
-        old = toml.read_text() if toml.is_file() else None
-        if ran:
-            new, changes = merge_entries(old, proposed.entries, toml.name)
-            said += changes
-            if new is None and old is not None:
-                toml.unlink()
-            elif new is not None and new != old:
-                toml.write_text(new)
-        has_entries = toml.is_file()
         deps = add_test_deps.labels_for(result, path, add_test.ROOT, env.manifest)
         said += [f"    deps: {note}" for note in deps.notes]
-        stanzas[path.name] = add_test.stanza(path, result["placed"], deps.labels, has_entries)
+        measured[path.name] = Measured(path, result, proposed.entries, deps.labels)
     build = directory / "BUILD.bazel"
     old = build.read_text() if build.is_file() else None
+    old_tomls = {
+        b.value.get("expectations")
+        for _, _, b in (read_build(old)[1] if old else [])
+        if b.generated and isinstance(b.value.get("expectations"), str)
+    }
+    arranged = _arrange(measured, _owned_groups(directory, old, measured))
+    written = set()
+    for key, group in arranged.items():
+        members = [measured[name] for name in group]
+        packed = len(group) > 1 or key != group[0]
+        stem = key if packed else members[0].path.stem
+        toml = directory / f"{stem}.expectations.toml"
+        if ran:
+            said += _write_entries(toml, [e for m in members for e in m.entries])
+        written.add(toml.name)
+        placed = {n: p for m in members for n, p in m.result["placed"].items()}
+        deps = sorted({d for m in members for d in m.deps}, key=lambda d: (d.startswith("@"), d))
+        stanzas[key] = add_test.stanza(
+            directory / f"{stem}.py", placed, deps, toml.is_file(), group if packed else None
+        )
+        if packed:
+            said.append(f"{key}: packs {', '.join(group)}")
+    for name in sorted(old_tomls - written):  # a target no longer written: its generated entries
+        if ran:
+            said += _write_entries(directory / name, [])
     new, changes = merge_build(old, stanzas)
     said += changes
     if new != old:
