@@ -258,6 +258,74 @@ def merge_build(text: str | None, stanzas: dict[str, str | None]):
     return "".join(out), said
 
 
+# ---- helper modules: the directory's own modules its tests import (PyTorch's test/distributed
+# has model_registry.py beside its tests, imported as a top-level module)
+
+HELPERS = "helpers"
+_PY_LOAD = 'load("//tools/build_defs:python.bzl", "py_library")\n'
+
+
+def helper_files(directory: pathlib.Path, results: dict) -> list[str]:
+    """Files of `directory` that its tests' collection imported and that no py_library but
+    add_test's own lists (a test file another test imports among them)."""
+    builds = add_test_deps.BuildFiles(add_test.ROOT)
+    found = set()
+    for path, result in results.items():
+        if isinstance(result, str):
+            continue
+        for file in result["modules"].values():
+            if not file or not os.path.isabs(file):
+                continue
+            real = pathlib.Path(os.path.realpath(file))
+            if real.parent != directory.resolve() or real == path.resolve():
+                continue
+            if builds.library_of(real) in (None, f"//{builds.package_of(real)}:{HELPERS}"):
+                found.add(real.name)
+    return sorted(found)
+
+
+def helpers_text(files: list[str]) -> str:
+    """A py_library of the helper modules, with the directory on the tests' import path (as
+    plain pytest puts a test's own directory there)."""
+    srcs = "\n".join(add_test._list("srcs", files))
+    return f'py_library(\n    name = "{HELPERS}",\n{srcs}\n    imports = ["."],\n)'
+
+
+def merge_helpers(text: str | None, files: list[str]) -> tuple[str, list[str]]:
+    """The BUILD file's text with the helpers' py_library added, updated or removed (one a
+    person edited or wrote is kept), and what changed."""
+    if not text:
+        text = _LOAD + "\n" + _SUITES + "\n"
+    lines = text.splitlines(keepends=True)
+    old = None
+    for node in ast.parse(text).body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "py_library":
+            if _arguments(call).get("name") == HELPERS:
+                start, end = node.lineno - 1, node.end_lineno
+                recorded = _marker_above(lines, start)
+                value = digest(_arguments(call))
+                old = (start - 1 if recorded else start, end, recorded == value)
+    new = [MARKER + digest(_arguments(ast.parse(helpers_text(files)).body[0].value)) + "\n"]
+    new += [helpers_text(files) + "\n"] if files else []
+    if old is not None:
+        head, end, generated = old
+        if not generated:
+            return text, [f"BUILD.bazel: kept the py_library {HELPERS} as edited or written"]
+        if "".join(lines[head:end]) == "".join(new):
+            return text, []
+        lines[head:end] = new if files else []
+        said = f"BUILD.bazel: {'updated' if files else 'removed'} the py_library {HELPERS}"
+        return "".join(lines), [said]
+    if not files:
+        return text, []
+    at = max((n + 1 for n, line in enumerate(lines) if line.startswith("load(")), default=0)
+    lines[at:at] = ["\n", *new]
+    if _PY_LOAD not in lines:
+        lines.insert(0, _PY_LOAD)
+    return "".join(lines), [f"BUILD.bazel: added the py_library {HELPERS}: {', '.join(files)}"]
+
+
 # ---- the command
 
 
@@ -339,6 +407,13 @@ def _write_entries(toml: pathlib.Path, entries: list[dict]) -> list[str]:
 def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[str], int]:
     """Writes DIR's files from the measured `results`; what it says, and the exit status."""
     said, status, stanzas, measured = [], 0, {}, {}
+    build = directory / "BUILD.bazel"
+    old = build.read_text() if build.is_file() else None
+    # Written first: the tests' deps name it (add_test_deps reads the BUILD file).
+    with_helpers, changes = merge_helpers(old, helper_files(directory, results))
+    if with_helpers != (old or ""):
+        build.write_text(with_helpers)
+    said += changes
     for path, result in results.items():
         if isinstance(result, str) or result["errors"]:
             status = 1
@@ -356,8 +431,6 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
         deps = add_test_deps.labels_for(result, path, add_test.ROOT, env.manifest)
         said += [f"    deps: {note}" for note in deps.notes]
         measured[path.name] = Measured(path, result, proposed.entries, deps.labels)
-    build = directory / "BUILD.bazel"
-    old = build.read_text() if build.is_file() else None
     old_tomls = {
         b.value.get("expectations")
         for _, _, b in (read_build(old)[1] if old else [])
@@ -383,7 +456,7 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
     for name in sorted(old_tomls - written):  # a target no longer written: its generated entries
         if ran:
             said += _write_entries(directory / name, [])
-    new, changes = merge_build(old, stanzas)
+    new, changes = merge_build(with_helpers, stanzas)
     said += changes
     if new != old:
         build.write_text(new)

@@ -1,0 +1,56 @@
+"""What upstream directories showed add_test DIR had to handle with no hand fix: a helper
+module beside the tests (PyTorch's test/distributed imports its model_registry.py as a
+top-level module) gets a py_library the tests depend on, with the directory on their path."""
+
+import ast
+
+from tools import add_test_dir
+
+
+def _calls(text: str, function: str) -> list[dict]:
+    found = []
+    for node in ast.parse(text).body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") == function:
+            found.append({k.arg: ast.literal_eval(k.value) for k in call.keywords})
+    return found
+
+
+def _result(modules: dict) -> dict:
+    return {"modules": modules, "placed": {}}
+
+
+def test_an_imported_helper_module_of_the_directory_is_a_helper(tmp_path):
+    (tmp_path / "layers_helper.py").write_text("")
+    (tmp_path / "test_a.py").write_text("")
+    results = {
+        tmp_path / "test_a.py": _result(
+            {
+                "layers_helper": str(tmp_path / "layers_helper.py"),
+                "test_a": str(tmp_path / "test_a.py"),  # the file itself
+                "json": "/usr/lib/python3/json/__init__.py",  # not the directory's
+            }
+        ),
+        tmp_path / "test_b.py": "could not be collected",
+    }
+    assert add_test_dir.helper_files(tmp_path, results) == ["layers_helper.py"]
+
+
+def test_helpers_get_a_py_library_that_is_updated_removed_and_kept_when_edited():
+    text, said = add_test_dir.merge_helpers(None, ["layers_helper.py"])
+    (library,) = _calls(text, "py_library")
+    assert library == {"name": "helpers", "srcs": ["layers_helper.py"], "imports": ["."]}
+    assert text.startswith('load("//tools/build_defs:python.bzl", "py_library")'), text
+    assert said == ["BUILD.bazel: added the py_library helpers: layers_helper.py"]
+    assert add_test_dir.merge_helpers(text, ["layers_helper.py"]) == (text, [])
+
+    grown, said = add_test_dir.merge_helpers(text, ["a_helper.py", "layers_helper.py"])
+    (library,) = _calls(grown, "py_library")
+    assert library["srcs"] == ["a_helper.py", "layers_helper.py"], said
+
+    gone, said = add_test_dir.merge_helpers(grown, [])
+    assert not _calls(gone, "py_library") and _calls(gone, "torch_test_suites"), said
+
+    edited = text.replace('imports = ["."],', 'imports = ["."],\n    tags = ["mine"],')
+    kept, said = add_test_dir.merge_helpers(edited, [])
+    assert kept == edited and "kept" in said[0]
