@@ -26,6 +26,7 @@ date and the command. Standard library and the repository's readers only.
 import argparse
 import concurrent.futures
 import datetime
+import json
 import os
 import pathlib
 import platform
@@ -251,7 +252,12 @@ def main() -> int:
     parser.add_argument("--scratch", type=pathlib.Path, default=pathlib.Path("/tmp/upstream_dir"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=pathlib.Path)
-    parser.add_argument("--skip-plain", action="store_true", help="reuse the last plain run")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep what the last run measured (its state.json): run plain pytest only for the "
+        "files without a JUnit file, and add_test and bazel test only when not done",
+    )
     args = parser.parse_args()
     scratch = args.scratch.resolve()
     if ROOT in [scratch, *scratch.parents] or any(ROOT in [d, *d.parents] for d in args.dirs):
@@ -262,45 +268,64 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
 
     files = sorted(p for d in args.dirs for p in d.glob("test_*.py"))
-    print(f"plain pytest: {len(files)} files, {args.jobs} at a time", flush=True)
-    plain_dir = work / "plain"
-    if args.skip_plain:
-        plain = {p: (0.0, "?", plain_dir / f"{p.parent.name}__{p.stem}.xml") for p in files}
-        plain_wall = 0.0
-    else:
-        plain, plain_wall = plain_pytest(files, args.venv, plain_dir, args.jobs)
-    print(f"  {plain_wall:.1f} s", flush=True)
+    state_file = work / "state.json"
+    state = json.loads(state_file.read_text()) if args.resume and state_file.is_file() else {}
 
-    packages = scratch_copy(scratch, args.dirs)
-    # @pypi fetched first (the copy's own output base), so add_test's wall is its own.
-    fetch_wall, _ = timed(
-        ["tools/bazel", "build", "@pypi//:manifest.json"], scratch, work / "fetch.log"
+    def save(**values):
+        state.update(values)
+        state_file.write_text(json.dumps(state, indent=1))
+
+    plain_dir = work / "plain"
+    plain = {}
+    for p in files:
+        xml = plain_dir / f"{p.parent.name}__{p.stem}.xml"
+        if args.resume and xml.is_file():
+            plain[p] = (state.get("plain_walls", {}).get(str(p), _log_wall(xml)), "kept", xml)
+    todo = [p for p in files if p not in plain]
+    print(f"plain pytest: {len(todo)} files, {args.jobs} at a time", flush=True)
+    ran, wall = plain_pytest(todo, args.venv, plain_dir, args.jobs) if todo else ({}, 0.0)
+    plain.update(ran)
+    runs = [*state.get("plain_runs", []), [len(todo), round(wall, 1)]] if todo else []
+    save(
+        plain_walls={str(p): w for p, (w, _, _) in plain.items()},
+        plain_runs=runs or state.get("plain_runs", []),
     )
-    print(f"@pypi fetch: {fetch_wall:.1f} s", flush=True)
-    add_wall, add_codes = 0.0, []
-    for package in packages:
-        wall, code = timed(
-            [sys.executable, "tools/add_test.py", str(package.relative_to(scratch))],
-            scratch,
-            work / f"add_test_{package.name}.log",
-        )
-        add_wall += wall
-        add_codes.append(code)
-    print(f"add_test: {add_wall:.1f} s, exit {add_codes}", flush=True)
-    confirmed = confirm(packages)
+    print(f"  {wall:.1f} s", flush=True)
+
+    packages = [scratch / PACKAGE / d.name for d in args.dirs]
     events = work / "bep.json"
-    bazel_wall, bazel_code = timed(
-        [
-            "tools/bazel",
-            "test",
-            "--keep_going",
-            f"--build_event_json_file={events}",
-            f"//{PACKAGE}/...",
-        ],
-        scratch,
-        work / "bazel_test.log",
-    )
-    print(f"bazel test: {bazel_wall:.1f} s, exit {bazel_code}", flush=True)
+    if "bazel_wall" not in state:
+        packages = scratch_copy(scratch, args.dirs)
+        # @pypi fetched first (the copy's own output base), so add_test's wall is its own.
+        fetch_wall, _ = timed(
+            ["tools/bazel", "build", "@pypi//:manifest.json"], scratch, work / "fetch.log"
+        )
+        print(f"@pypi fetch: {fetch_wall:.1f} s", flush=True)
+        add_wall, add_codes = 0.0, []
+        for package in packages:
+            wall, code = timed(
+                [sys.executable, "tools/add_test.py", str(package.relative_to(scratch))],
+                scratch,
+                work / f"add_test_{package.name}.log",
+            )
+            add_wall += wall
+            add_codes.append(code)
+        print(f"add_test: {add_wall:.1f} s, exit {add_codes}", flush=True)
+        save(fetch_wall=fetch_wall, add_wall=add_wall, add_codes=add_codes)
+        save(confirmed=confirm(packages))
+        bazel_wall, bazel_code = timed(
+            [
+                "tools/bazel",
+                "test",
+                "--keep_going",
+                f"--build_event_json_file={events}",
+                f"//{PACKAGE}/...",
+            ],
+            scratch,
+            work / "bazel_test.log",
+        )
+        print(f"bazel test: {bazel_wall:.1f} s, exit {bazel_code}", flush=True)
+        save(bazel_wall=bazel_wall, bazel_code=bazel_code)
     targets = bep.read(events) if events.is_file() else {}
     ours, walls = target_cases(targets)
     cmp_ = compare(plain_cases(plain), ours)
@@ -334,19 +359,19 @@ def main() -> int:
         "machine": f"CPU host {platform.node()}",
         "command": "python3 " + " ".join([sys.argv[0], *sys.argv[1:]]),
         "files": len(files),
-        "plain_wall": plain_wall,
-        "plain_status": f"{sum(1 for w, c, x in plain.values() if c in (0, 1))} files ran",
-        "fetch_wall": fetch_wall,
-        "add_test_wall": add_wall,
-        "add_test_codes": add_codes,
-        "bazel_wall": bazel_wall,
-        "bazel_code": bazel_code,
+        "plain_wall": sum(w for _, w in state["plain_runs"]),
+        "plain_status": " + ".join(f"{n} files in {w} s" for n, w in state["plain_runs"]),
+        "fetch_wall": state["fetch_wall"],
+        "add_test_wall": state["add_wall"],
+        "add_test_codes": state["add_codes"],
+        "bazel_wall": state["bazel_wall"],
+        "bazel_code": state["bazel_code"],
         "targets": len(targets),
         "green": sum(1 for t in targets.values() if t.green),
         "red": len(red),
         "skipped": sum(1 for t in targets.values() if not t.attempts),
         "packs": sum(1 for lbl in targets if ":packed_" in lbl),
-        "confirmed": confirmed,
+        "confirmed": state["confirmed"],
         "uncollected": uncollected,
         "hand_fixes": len(red) + uncollected,
         "compare": cmp_,
@@ -357,6 +382,13 @@ def main() -> int:
     out.write_text(text)
     print(text)
     return 0 if facts_["hand_fixes"] == 0 and not cmp_["disagree"] else 1
+
+
+def _log_wall(xml: pathlib.Path) -> float:
+    """A kept plain run's wall: from its log's creation to its last write (1 s resolution)."""
+    log = xml.with_suffix(".log")
+    born = subprocess.run(["stat", "-c", "%W", log], capture_output=True, text=True).stdout
+    return max(0.0, log.stat().st_mtime - int(born or 0))
 
 
 def _stanza(build: str, name: str) -> str:
