@@ -422,6 +422,9 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
             said += ["    " + line for line in why.splitlines()[-8:]]
             stanzas[path.name] = None
             continue
+        if not result["placed"]:  # a module other tests import, named like a test
+            said.append(f"{path.name}: NO TEST CASES: pytest collects nothing, no stanza written")
+            continue
         proposed = add_test.proposals(path, result) if ran else add_test.Proposals([], [])
         said.append(_result_line(path, result, proposed, ran))
         said += [f"    {note}" for note in proposed.notes]

@@ -1,10 +1,15 @@
 """What upstream directories showed add_test DIR had to handle with no hand fix: a helper
 module beside the tests (PyTorch's test/distributed imports its model_registry.py as a
-top-level module) gets a py_library the tests depend on, with the directory on their path."""
+top-level module) gets a py_library the tests depend on, with the directory on their path; a
+failure followed by a teardown error is proposed with both; a file named like a test that
+collects nothing gets no target."""
 
 import ast
+import pathlib
+import tomllib
 
-from tools import add_test_dir
+from tools import add_test, add_test_dir
+from tools.runner.session import expectations
 
 
 def _calls(text: str, function: str) -> list[dict]:
@@ -54,3 +59,39 @@ def test_helpers_get_a_py_library_that_is_updated_removed_and_kept_when_edited()
     edited = text.replace('imports = ["."],', 'imports = ["."],\n    tags = ["mine"],')
     kept, said = add_test_dir.merge_helpers(edited, [])
     assert kept == edited and "kept" in said[0]
+
+
+def _failure(kind: str, msg: str) -> dict:
+    return {"type": kind, "msg": msg, "skip": False, "xfail": False}
+
+
+def test_a_failure_then_a_teardown_error_is_proposed_with_both():
+    # A callback registry left dirty by the failed call: its teardown fails too.
+    first = _failure("AssertionError", "the counter read 3 where 2 was wanted")
+    later = _failure("AssertionError", "registry still holds 1 pending hook at 0x7f00deadbeef")
+    result = {"torch": "2.13.0", "fails": [["x.py::TestHooks::test_count", first, later]]}
+    proposed = add_test.proposals(pathlib.Path("test_hooks.py"), result)
+    (entry,) = proposed.entries
+    assert entry["match"] == "AssertionError: the counter read 3 where 2 was wanted"
+    assert entry["teardown"] == "AssertionError: registry still holds 1 pending hook at"
+    assert entry["proposed"] is True and not proposed.notes
+    # The runner reads the entry as written once confirmed, teardown included.
+    toml = tomllib.loads(add_test.entry_text(entry))["expect"][0]
+    del toml["proposed"]
+    read = expectations._entry("test_hooks.expectations.toml", 0, toml, ["cpu"])
+    assert read.teardown_matched(f"AssertionError: {later['msg']}")
+
+
+def test_a_file_that_collects_no_case_gets_no_stanza(tmp_path):
+    (tmp_path / "test_shared_globals.py").write_text("VALUE = 1\n")
+    result = {"placed": {}, "errors": [], "modules": {}}
+
+    class Env:
+        manifest = {}
+
+    said, status = add_test_dir.write(
+        tmp_path, {tmp_path / "test_shared_globals.py": result}, Env(), ran=True
+    )
+    assert status == 0
+    assert "torch_test(" not in (tmp_path / "BUILD.bazel").read_text(), said
+    assert any("NO TEST CASES" in line for line in said), said
