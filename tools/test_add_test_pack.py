@@ -35,6 +35,15 @@ def test_files_of_other_variants_are_not_packed_together():
     assert groups == [["test_a.py", "test_b.py"], ["test_g1.py", "test_g2.py"]]
 
 
+def test_a_file_whose_run_crashed_runs_alone():
+    # pytest's INTERNALERROR ends the process: in a pack, the other files' cases never run.
+    crashed = Measured("test_c.py", LIMIT / 10, 5, 5, CPU, crashed=True)
+    assert add_test_pack.plan([cheap("test_a.py"), crashed, cheap("test_d.py")]) == [
+        ["test_a.py", "test_d.py"],
+        ["test_c.py"],
+    ]
+
+
 def test_cases_that_did_not_run_here_count_by_their_number():
     # One cpu case measured of 20 (the rest are GPU cases): its cost is scaled to all 20.
     gpu_heavy = Measured("test_g.py", LIMIT / 10, ran=1, cases=20, kind=WITH_GPU)
