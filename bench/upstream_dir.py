@@ -151,7 +151,8 @@ def plain_cases(plain: dict) -> dict[str, junit.Case]:
     for _, _, xml in plain.values():
         if xml.is_file():
             for case in junit.cases(xml):
-                found[local_id(case.node_id or case.id)] = case
+                if case.file or case.classname != "pytest":  # not pytest's INTERNALERROR entry
+                    found[local_id(case.node_id or case.id)] = case
     return found
 
 
