@@ -148,10 +148,15 @@ def _list(name: str, values: list[str]) -> list[str]:
 
 
 def stanza(
-    path: pathlib.Path, placed: dict[str, list], deps: list[str], expectations: bool = False
+    path: pathlib.Path,
+    placed: dict[str, list],
+    deps: list[str],
+    expectations: bool = False,
+    srcs: list[str] | None = None,
 ) -> str:
     """The torch_test call, its arguments in buildifier's order (name, the others by name,
-    deps), so that formatting the BUILD file changes nothing."""
+    deps), so that formatting the BUILD file changes nothing. `srcs`: a pack of those files,
+    named after `path` (then `path.stem` is the pack's name, not a file's)."""
     used_variants = [v for v in variants.VARIANTS if any(p[0] == v for p in placed.values())]
     arguments = {}
     if used_variants != ["cpu"]:
@@ -163,6 +168,8 @@ def stanza(
         arguments[feature] = _list(feature, used)
     if expectations:
         arguments["expectations"] = [f'    expectations = "{path.stem}.expectations.toml",']
+    if srcs:
+        arguments["srcs"] = _list("srcs", srcs)
     lines = ["torch_test(", f'    name = "{path.stem}",']
     for name in sorted(arguments):
         lines += arguments[name]
@@ -219,6 +226,23 @@ def _local(path: pathlib.Path, nodeid: str) -> str:
     return path.name + nodeid[nodeid.index("::") :] if "::" in nodeid else nodeid
 
 
+def _fail_match(seen: dict) -> tuple[str | None, str]:
+    """A fail's (or teardown's) literal `Type: message-prefix` for a failure the runner's
+    witness read, or None and why not."""
+    text = f"{seen['type']}: {seen['msg']}"
+    kind = seen["type"]
+    if not expectations._TYPE_NAME.fullmatch(kind):  # a class defined in a function
+        kind = kind.rsplit(".", 1)[-1]
+    prefix = stable_prefix(seen["msg"])
+    if not _long_enough(prefix):
+        return None, f"{text[:200]!r}, a message too short to declare"
+    match = f"{kind}: {prefix}"
+    # The runner's own reading of the entry must accept what was measured.
+    if expectations.Entry(0, "", "fail", "", match).matched(text) is None:
+        return None, f"{text[:200]!r}, which no literal entry matches"
+    return match, ""
+
+
 def proposals(path: pathlib.Path, result: dict) -> Proposals:
     """Entries for the measured outcomes of `result` (tools/add_test_collect.py, --run): each
     skip with torch's own reason; each failure as a `fail` entry whose match is the literal
@@ -243,32 +267,24 @@ def proposals(path: pathlib.Path, result: dict) -> Proposals:
     torch = result.get("torch") or "this torch"
     for nodeid, first, later in result.get("fails", []):
         test = _local(path, nodeid)
-        text = f"{first['type']}: {first['msg']}"
-        kind = first["type"]
-        if not expectations._TYPE_NAME.fullmatch(kind):  # a class defined in a function
-            kind = kind.rsplit(".", 1)[-1]
-        prefix = stable_prefix(first["msg"])
-        if not _long_enough(prefix):
-            notes.append(f"{test}: fails with {text[:200]!r}, a message too short to declare")
+        match, why = _fail_match(first)
+        if match is None:
+            notes.append(f"{test}: fails with {why}")
             continue
         entry = {
             "test": test,
             "outcome": "fail",
             "reason": f"fails on torch {torch} as measured by add_test",
-            "match": f"{kind}: {prefix}",
+            "match": match,
             "variants": ["cpu"],
             "proposed": True,
         }
-        # The runner's own reading of the entry must accept what was measured.
-        if expectations.Entry(0, test, "fail", "", entry["match"]).matched(text) is None:
-            notes.append(f"{test}: fails with {text[:200]!r}, which no literal entry matches")
-            continue
+        if later is not None:  # a teardown error after the failure (a registry left dirty)
+            entry["teardown"], why = _fail_match(later)
+            if entry["teardown"] is None:
+                notes.append(f"{test}: failed, then its teardown failed with {why}")
+                continue
         entries.append(entry)
-        if later is not None:
-            notes.append(
-                f"{test}: failed, then also {later['type']}: {later['msg'][:200]!r} (a later "
-                "phase): the entry covers the first failure only"
-            )
     for nodeid in result.get("xpassed", []):
         notes.append(
             f"{_local(path, nodeid)}: expected to fail (xfail / expectedFailure) and passed; "

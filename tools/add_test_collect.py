@@ -15,6 +15,7 @@ one line, RESULT_PREFIX + JSON:
   expected    node ids of cases that expect to fail (an xfail marker, unittest's
               expectedFailure: tools/runner/session/inventory.expected_failure)
   torch       the torch version the file ran with (None: it imported no torch)
+  seconds     what its cases took here, every phase summed (tools/add_test_pack.py's cost)
 With --run, what the cpu cases did here (others are not this variant's):
   skips       [[node id, reason]]: skipped (an expected failure that failed is no skip)
   xfails      [node id]: failed as they expected to
@@ -109,6 +110,7 @@ class Recorder:
         self.xfails = []
         self.called = set()
         self.failures = {}  # node id: [witness.exception of each failed phase, in order]
+        self.seconds = 0.0
 
     def pytest_sessionstart(self, session):
         self.plugin = session.config.pluginmanager.get_plugin(PLUGIN)
@@ -138,6 +140,7 @@ class Recorder:
                 self.failures.setdefault(item.nodeid, []).append(seen)
 
     def pytest_runtest_logreport(self, report):
+        self.seconds += report.duration
         if report.when == "call":
             self.called.add(report.nodeid)
         if report.skipped and hasattr(report, "wasxfail"):  # failed as it expected to
@@ -194,6 +197,7 @@ def main(argv: list[str]) -> int:
         "errors": recorder.errors,
         "expected": sorted(recorder.expected),
         "torch": getattr(sys.modules.get("torch"), "__version__", None),
+        "seconds": round(recorder.seconds, 3),
         "skips": recorder.skips,
         "xfails": recorder.xfails,
         "xpassed": recorder.xpassed(),

@@ -29,7 +29,7 @@ import re
 import sys
 import tomllib
 
-from tools import add_test, add_test_deps
+from tools import add_test, add_test_deps, add_test_pack
 
 MARKER = "# add_test: generated "
 _MARKER_LINE = re.compile(r"^# add_test: generated ([0-9a-f]{12})$")
@@ -177,11 +177,14 @@ def _arguments(call: ast.Call) -> dict:
 
 
 def _src_of(arguments: dict) -> str | None:
+    """A stanza's key: its file's name, or a pack's (srcs) target name."""
     src = arguments.get("src")
     if isinstance(src, str):
         return src
     name = arguments.get("name")
-    return f"{name}.py" if isinstance(name, str) and "srcs" not in arguments else None
+    if not isinstance(name, str):
+        return None
+    return name if "srcs" in arguments else f"{name}.py"
 
 
 def read_build(text: str) -> tuple[list[str], list[tuple[int, int, Block]]]:
@@ -221,7 +224,9 @@ def merge_build(text: str | None, stanzas: dict[str, str | None]):
         if block.key not in stanzas:
             if block.generated:
                 replaced[head] = (end, [])
-                said.append(f"BUILD.bazel: removed {block.key}'s stanza: the file is gone")
+                moved = any(f'"{block.key}"' in s for s in stanzas.values() if s)
+                why = "its files are arranged otherwise now" if moved else "the file is gone"
+                said.append(f"BUILD.bazel: removed {block.key}'s stanza: {why}")
             continue
         if new is None:
             continue
@@ -253,6 +258,74 @@ def merge_build(text: str | None, stanzas: dict[str, str | None]):
     return "".join(out), said
 
 
+# ---- helper modules: the directory's own modules its tests import (PyTorch's test/distributed
+# has model_registry.py beside its tests, imported as a top-level module)
+
+HELPERS = "helpers"
+_PY_LOAD = 'load("//tools/build_defs:python.bzl", "py_library")\n'
+
+
+def helper_files(directory: pathlib.Path, results: dict) -> list[str]:
+    """Files of `directory` that its tests' collection imported and that no py_library but
+    add_test's own lists (a test file another test imports among them)."""
+    builds = add_test_deps.BuildFiles(add_test.ROOT)
+    found = set()
+    for path, result in results.items():
+        if isinstance(result, str):
+            continue
+        for file in result["modules"].values():
+            if not file or not os.path.isabs(file):
+                continue
+            real = pathlib.Path(os.path.realpath(file))
+            if real.parent != directory.resolve() or real == path.resolve():
+                continue
+            if builds.library_of(real) in (None, f"//{builds.package_of(real)}:{HELPERS}"):
+                found.add(real.name)
+    return sorted(found)
+
+
+def helpers_text(files: list[str]) -> str:
+    """A py_library of the helper modules, with the directory on the tests' import path (as
+    plain pytest puts a test's own directory there)."""
+    srcs = "\n".join(add_test._list("srcs", files))
+    return f'py_library(\n    name = "{HELPERS}",\n{srcs}\n    imports = ["."],\n)'
+
+
+def merge_helpers(text: str | None, files: list[str]) -> tuple[str, list[str]]:
+    """The BUILD file's text with the helpers' py_library added, updated or removed (one a
+    person edited or wrote is kept), and what changed."""
+    if not text:
+        text = _LOAD + "\n" + _SUITES + "\n"
+    lines = text.splitlines(keepends=True)
+    old = None
+    for node in ast.parse(text).body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "py_library":
+            if _arguments(call).get("name") == HELPERS:
+                start, end = node.lineno - 1, node.end_lineno
+                recorded = _marker_above(lines, start)
+                value = digest(_arguments(call))
+                old = (start - 1 if recorded else start, end, recorded == value)
+    new = [MARKER + digest(_arguments(ast.parse(helpers_text(files)).body[0].value)) + "\n"]
+    new += [helpers_text(files) + "\n"] if files else []
+    if old is not None:
+        head, end, generated = old
+        if not generated:
+            return text, [f"BUILD.bazel: kept the py_library {HELPERS} as edited or written"]
+        if "".join(lines[head:end]) == "".join(new):
+            return text, []
+        lines[head:end] = new if files else []
+        said = f"BUILD.bazel: {'updated' if files else 'removed'} the py_library {HELPERS}"
+        return "".join(lines), [said]
+    if not files:
+        return text, []
+    at = max((n + 1 for n, line in enumerate(lines) if line.startswith("load(")), default=0)
+    lines[at:at] = ["\n", *new]
+    if _PY_LOAD not in lines:
+        lines.insert(0, _PY_LOAD)
+    return "".join(lines), [f"BUILD.bazel: added the py_library {HELPERS}: {', '.join(files)}"]
+
+
 # ---- the command
 
 
@@ -271,9 +344,80 @@ def _result_line(path: pathlib.Path, result: dict, proposed, ran: bool) -> str:
     return line
 
 
+@dataclasses.dataclass
+class Measured:
+    """One collected file: what its target or pack is written from."""
+
+    path: pathlib.Path
+    result: dict
+    entries: list[dict]  # the proposed expectations entries of its cpu cases
+    deps: list[str]
+
+
+def _owned_groups(directory: pathlib.Path, build_text: str | None, files) -> dict:
+    """{stanza key: [its files]} of the torch_test stanzas a person owns: edited or written by
+    hand, or whose expectations file holds an entry a person edited or wrote (a confirmed
+    proposal). add_test keeps how those files are arranged."""
+    owned = {}
+    for _, _, block in read_build(build_text)[1] if build_text else []:
+        args = block.value
+        members = args.get("srcs") if isinstance(args.get("srcs"), list) else [block.key]
+        members = [m for m in members if isinstance(m, str) and m in files]
+        if block.key is None or not members:
+            continue
+        toml = directory / str(args.get("expectations", ""))
+        mine = toml.is_file() and any(not b.generated for b in read_entries(toml.read_text())[1])
+        if not block.generated or mine:
+            owned[block.key] = members
+    return owned
+
+
+# pytest's exit statuses of a run that ended as it should: all passed, some failed.
+_ENDED_NORMALLY = (0, 1)
+
+
+def _arrange(measured: dict[str, Measured], owned: dict[str, list[str]]) -> dict[str, list]:
+    """{stanza key: [its files]}: add_test_pack's plan, the owned groups kept."""
+    files = []
+    for name, m in measured.items():
+        placed = m.result["placed"]
+        ran = sum(1 for p in placed.values() if p[0] == "cpu")
+        kind = tuple(sorted({(p[0] or "", tuple(p[1])) for p in placed.values()}))
+        seconds = m.result.get("seconds", 0.0)
+        crashed = m.result.get("exit", 0) not in _ENDED_NORMALLY
+        files.append(add_test_pack.Measured(name, seconds, ran, len(placed), kind, crashed))
+    keys = {tuple(group): key for key, group in owned.items()}
+    out = {}
+    for group in add_test_pack.plan(files, list(owned.values())):
+        if tuple(group) in keys:
+            out[keys[tuple(group)]] = group
+        elif len(group) == 1:
+            out[group[0]] = group
+        else:
+            out[add_test_pack.pack_name(group)] = group
+    return out
+
+
+def _write_entries(toml: pathlib.Path, entries: list[dict]) -> list[str]:
+    old = toml.read_text() if toml.is_file() else None
+    new, said = merge_entries(old, entries, toml.name)
+    if new is None and old is not None:
+        toml.unlink()
+    elif new is not None and new != old:
+        toml.write_text(new)
+    return said
+
+
 def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[str], int]:
     """Writes DIR's files from the measured `results`; what it says, and the exit status."""
-    said, status, stanzas = [], 0, {}
+    said, status, stanzas, measured = [], 0, {}, {}
+    build = directory / "BUILD.bazel"
+    old = build.read_text() if build.is_file() else None
+    # Written first: the tests' deps name it (add_test_deps reads the BUILD file).
+    with_helpers, changes = merge_helpers(old, helper_files(directory, results))
+    if with_helpers != (old or ""):
+        build.write_text(with_helpers)
+    said += changes
     for path, result in results.items():
         if isinstance(result, str) or result["errors"]:
             status = 1
@@ -282,28 +426,49 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
             said += ["    " + line for line in why.splitlines()[-8:]]
             stanzas[path.name] = None
             continue
+        if not result["placed"]:  # a module other tests import, named like a test
+            said.append(f"{path.name}: NO TEST CASES: pytest collects nothing, no stanza written")
+            continue
         proposed = add_test.proposals(path, result) if ran else add_test.Proposals([], [])
         said.append(_result_line(path, result, proposed, ran))
+        if ran and result.get("exit", 0) not in _ENDED_NORMALLY:
+            said.append(
+                f"    PYTEST ENDED ABNORMALLY (exit status {result['exit']}): its later cases "
+                "never ran; it runs alone, so no other file's cases are lost with it"
+            )
         said += [f"    {note}" for note in proposed.notes]
         lost = add_test.uncollected_classes(path.read_text(), result["placed"])
         if lost:
             said.append("    DEFINES TESTS NOTHING COLLECTS: " + ", ".join(lost))
-        toml = path.with_name(f"{path.stem}.expectations.toml")
-        old = toml.read_text() if toml.is_file() else None
-        if ran:
-            new, changes = merge_entries(old, proposed.entries, toml.name)
-            said += changes
-            if new is None and old is not None:
-                toml.unlink()
-            elif new is not None and new != old:
-                toml.write_text(new)
-        has_entries = toml.is_file()
         deps = add_test_deps.labels_for(result, path, add_test.ROOT, env.manifest)
         said += [f"    deps: {note}" for note in deps.notes]
-        stanzas[path.name] = add_test.stanza(path, result["placed"], deps.labels, has_entries)
-    build = directory / "BUILD.bazel"
-    old = build.read_text() if build.is_file() else None
-    new, changes = merge_build(old, stanzas)
+        measured[path.name] = Measured(path, result, proposed.entries, deps.labels)
+    old_tomls = {
+        b.value.get("expectations")
+        for _, _, b in (read_build(old)[1] if old else [])
+        if b.generated and isinstance(b.value.get("expectations"), str)
+    }
+    arranged = _arrange(measured, _owned_groups(directory, old, measured))
+    written = set()
+    for key, group in arranged.items():
+        members = [measured[name] for name in group]
+        packed = len(group) > 1 or key != group[0]
+        stem = key if packed else members[0].path.stem
+        toml = directory / f"{stem}.expectations.toml"
+        if ran:
+            said += _write_entries(toml, [e for m in members for e in m.entries])
+        written.add(toml.name)
+        placed = {n: p for m in members for n, p in m.result["placed"].items()}
+        deps = sorted({d for m in members for d in m.deps}, key=lambda d: (d.startswith("@"), d))
+        stanzas[key] = add_test.stanza(
+            directory / f"{stem}.py", placed, deps, toml.is_file(), group if packed else None
+        )
+        if packed:
+            said.append(f"{key}: packs {', '.join(group)}")
+    for name in sorted(old_tomls - written):  # a target no longer written: its generated entries
+        if ran:
+            said += _write_entries(directory / name, [])
+    new, changes = merge_build(with_helpers, stanzas)
     said += changes
     if new != old:
         build.write_text(new)

@@ -1,0 +1,75 @@
+"""How `add_test DIR` arranges a directory's files into targets: one each, or packed.
+
+Every target pays a fixed cost whatever it runs: Bazel's action, the runner, the source's
+inventory and the test process, the last two importing torch (PACKING["overhead_s"]). A file
+whose cases cost several times that gets a target of its own: the overhead is a small part of
+it, and it keeps per-file caching and isolation. Cheaper files share targets (torch_test
+`srcs`), so the overhead is paid once per pack as pytest-xdist pays it once per worker. A pack
+holds files in name order up to the cost of a file that runs alone, so packs and lone files are
+of a size and Bazel spreads them over the cores as `pytest -n` spreads files.
+
+A file's cost is what add_test measured of its cpu cases, scaled to all its cases by their count
+(cases of the GPU variants do not run where add_test measures). Files are packed only with
+files of the same variants and features: a pack's targets are the variants of its files. A
+file whose measured run did not end normally (pytest's INTERNALERROR) runs alone: in a pack, the
+process it ends would take the other files' cases with it.
+"""
+
+import dataclasses
+
+# The rule's numbers, in one place. overhead_s: one more target's CPU seconds with torch (the
+# runner with one case: bench/results/scale_2026-11-26_cpu.md), Bazel's action included.
+# alone_factor: a file costing at least this many overheads runs alone (its overhead then at
+# most a quarter of it); a pack is filled up to the same cost.
+PACKING = {"overhead_s": 4.0, "alone_factor": 4}
+
+
+def alone_at() -> float:
+    """The measured cost (seconds) from which a file gets a target of its own."""
+    return PACKING["overhead_s"] * PACKING["alone_factor"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """One file as add_test measured it."""
+
+    name: str  # the file's name in the directory
+    seconds: float  # what its cpu cases took, every phase
+    ran: int  # how many cases ran (the cpu variant's)
+    cases: int  # how many it has, every variant's
+    kind: tuple  # (variants, features) of its stanza: only files of one kind share a target
+    crashed: bool = False  # its measuring run did not end normally (pytest's INTERNALERROR)
+
+    @property
+    def cost(self) -> float:
+        if self.ran == 0:
+            return alone_at() if self.cases else 0.0  # nothing measured: as a lone file's
+        return self.seconds * self.cases / self.ran
+
+
+def plan(files: list[Measured], fixed: list[list[str]] = ()) -> list[list[str]]:
+    """The targets' files: one list per target, a one-file list a target of its own. `fixed`:
+    groups a person owns (kept as they are; their files are not planned again)."""
+    taken = {name for group in fixed for name in group}
+    groups = [list(g) for g in fixed]
+    open_packs: dict[tuple, list[tuple[list[str], float]]] = {}
+    for f in sorted(files, key=lambda m: m.name):
+        if f.name in taken:
+            continue
+        if f.cost >= alone_at() or f.crashed:  # a crash would end its pack's other files
+            groups.append([f.name])
+            continue
+        packs = open_packs.setdefault(f.kind, [])
+        if packs and packs[-1][1] + f.cost <= alone_at():
+            names, cost = packs[-1]
+            names.append(f.name)
+            packs[-1] = (names, cost + f.cost)
+        else:
+            packs.append(([f.name], f.cost))
+    groups += [names for packs in open_packs.values() for names, _ in packs]
+    return sorted(groups, key=lambda g: g[0])
+
+
+def pack_name(group: list[str]) -> str:
+    """A pack's target name: its first file's, marked as a pack."""
+    return "packed_" + group[0].removesuffix(".py")

@@ -1,0 +1,130 @@
+"""add_test DIR packs cheap files into shared targets by their measured cost (add_test_pack):
+cheap files share a target, an expensive one runs alone, files of other variants are never
+packed together, and a re-run keeps a pack a person owns."""
+
+import pathlib
+import tomllib
+
+from tools import add_test_dir, add_test_pack
+from tools.add_test_pack import Measured
+
+CPU = ((("cpu", ()),),)
+WITH_GPU = ((("cpu", ()), ("gpu", ())),)
+LIMIT = add_test_pack.alone_at()
+
+
+def cheap(name, kind=CPU):
+    return Measured(name, LIMIT / 10, ran=5, cases=5, kind=kind)
+
+
+def test_cheap_files_share_a_target_and_an_expensive_one_runs_alone():
+    files = [cheap("test_a.py"), cheap("test_b.py"), Measured("test_big.py", LIMIT, 3, 3, CPU)]
+    assert add_test_pack.plan(files) == [["test_a.py", "test_b.py"], ["test_big.py"]]
+
+
+def test_a_pack_is_filled_up_to_a_lone_files_cost():
+    files = [cheap(f"test_{i:02}.py") for i in range(25)]  # each a tenth of the limit
+    groups = add_test_pack.plan(files)
+    assert [len(g) for g in groups] == [10, 10, 5]
+
+
+def test_files_of_other_variants_are_not_packed_together():
+    files = [cheap("test_a.py"), cheap("test_g1.py", WITH_GPU), cheap("test_b.py")]
+    files.append(cheap("test_g2.py", WITH_GPU))
+    groups = add_test_pack.plan(files)
+    assert groups == [["test_a.py", "test_b.py"], ["test_g1.py", "test_g2.py"]]
+
+
+def test_a_file_whose_run_crashed_runs_alone():
+    # pytest's INTERNALERROR ends the process: in a pack, the other files' cases never run.
+    crashed = Measured("test_c.py", LIMIT / 10, 5, 5, CPU, crashed=True)
+    assert add_test_pack.plan([cheap("test_a.py"), crashed, cheap("test_d.py")]) == [
+        ["test_a.py", "test_d.py"],
+        ["test_c.py"],
+    ]
+
+
+def test_cases_that_did_not_run_here_count_by_their_number():
+    # One cpu case measured of 20 (the rest are GPU cases): its cost is scaled to all 20.
+    gpu_heavy = Measured("test_g.py", LIMIT / 10, ran=1, cases=20, kind=WITH_GPU)
+    assert gpu_heavy.cost >= LIMIT
+    assert add_test_pack.plan([gpu_heavy, cheap("test_h.py", WITH_GPU)]) == [
+        ["test_g.py"],
+        ["test_h.py"],
+    ]
+
+
+def test_owned_groups_are_kept_as_they_are():
+    files = [cheap("test_a.py"), cheap("test_b.py"), cheap("test_c.py")]
+    assert add_test_pack.plan(files, fixed=[["test_b.py"]]) == [
+        ["test_a.py", "test_c.py"],
+        ["test_b.py"],
+    ]
+
+
+# ---- written: BUILD.bazel and the pack's expectations file, from measured results
+
+
+class Env:
+    manifest = {"dists": {}}
+
+
+def result(seconds, cases, variant="cpu", fails=()):
+    placed = {f"x.py::T::test_{i}": [variant, []] for i in range(cases)}
+    return {
+        "placed": placed,
+        "modules": {},
+        "dists": {},
+        "requires": {},
+        "errors": [],
+        "torch": "2.13.0",
+        "seconds": seconds,
+        "skips": [],
+        "xfails": [],
+        "xpassed": [],
+        "fails": list(fails),
+    }
+
+
+def _fail(test):
+    return [f"x.py::T::{test}", {"type": "ValueError", "msg": "the widget count is wrong"}, None]
+
+
+def _write(directory: pathlib.Path, results: dict[str, dict]):
+    for name in results:
+        (directory / name).write_text("def test_0():\n    pass\n")
+    by_path = {directory / name: r for name, r in results.items()}
+    return add_test_dir.write(directory, by_path, Env(), ran=True)
+
+
+def test_a_directory_packs_cheap_files_and_their_expectations(tmp_path):
+    said, status = _write(
+        tmp_path,
+        {
+            "test_a.py": result(0.1, 3, fails=[_fail("test_0")]),
+            "test_b.py": result(0.1, 2),
+            "test_big.py": result(LIMIT * 2, 2),
+        },
+    )
+    assert status == 0, said
+    build = (tmp_path / "BUILD.bazel").read_text()
+    pack = build[build.index('name = "packed_test_a"') :].split(")")[0]
+    assert '"test_a.py",' in pack and '"test_b.py",' in pack, build
+    assert 'expectations = "packed_test_a.expectations.toml"' in pack
+    assert 'name = "test_big",' in build and 'name = "test_a",' not in build
+    entries = tomllib.loads((tmp_path / "packed_test_a.expectations.toml").read_text())
+    assert [e["test"] for e in entries["expect"]] == ["test_a.py::T::test_0"]
+    assert not (tmp_path / "test_a.expectations.toml").exists()
+
+
+def test_a_rerun_keeps_a_pack_whose_proposal_a_person_confirmed(tmp_path):
+    results = {"test_a.py": result(0.1, 3, fails=[_fail("test_0")]), "test_b.py": result(0.1, 2)}
+    _write(tmp_path, results)
+    toml = tmp_path / "packed_test_a.expectations.toml"
+    toml.write_text(toml.read_text().replace("proposed = true\n", ""))  # confirmed
+    # test_a is measured expensive now: unowned, it would run alone; confirmed, the pack stays.
+    results["test_a.py"]["seconds"] = LIMIT * 3
+    said, _ = _write(tmp_path, results)
+    build = (tmp_path / "BUILD.bazel").read_text()
+    assert 'name = "packed_test_a"' in build and 'name = "test_a",' not in build, said
+    assert "proposed" not in toml.read_text()
