@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))  # run as `python3 tools/add_test.py` from any dir
 
 from tools import add_test_collect, add_test_deps  # noqa: E402
 from tools.hardware import envvars, probe, variants  # noqa: E402
+from tools.python import host_mode  # noqa: E402
 from tools.runner.session import expectations  # noqa: E402
 
 COLLECTOR = ROOT / "tools" / "add_test_collect.py"
@@ -74,12 +75,8 @@ def _environment_at(repo: pathlib.Path) -> Environment:
 
 
 def _asks_for_host_mode() -> bool:
-    """Whether tools/bazel would use a host interpreter (its TORCH_TEST_PYTHON, setup file)."""
-    chosen = os.environ.get(envvars.PYTHON)
-    if chosen is None:
-        setup_file = ROOT / ".torch_test_host_python"
-        chosen = setup_file.read_text().strip() if setup_file.is_file() else ""
-    return chosen not in ("", "pinned")
+    """Whether tools/bazel would use a host interpreter (tools/python/host_mode.py)."""
+    return host_mode.host_python() is not None
 
 
 def fetched_pypi() -> Environment | None:
