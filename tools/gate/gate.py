@@ -65,6 +65,7 @@ from tools.gate import (  # noqa: E402
     candidate,
     compare,
     culprit,
+    patterns,
     repeats,
     report,
     sides,
@@ -470,6 +471,16 @@ def main(argv=None) -> int:
         return EXIT_BAD_INPUT
 
     runs = {side.role: gate.run(side, args.targets) for side in gate_sides}
+    # A saved run's targets the patterns do not select: not asked for, so not compared.
+    outside = {
+        label
+        for side in gate_sides
+        if side.kind == "results"
+        for label in runs[side.role]["targets"]
+        if not patterns.matches(label, args.targets)
+    }
+    for run in runs.values():
+        _leave_out(run, outside)
     # Targets of a variant not both sides can run: out of the comparison (named in the report).
     left_out = variant_plan.left_out(
         runs["baseline"]["targets"], runs["candidate"]["targets"], plan, variants
@@ -529,7 +540,8 @@ def main(argv=None) -> int:
     data = {
         "targets": " ".join(args.targets)
         + (
-            " (a saved run: the targets it ran)"
+            f" (of a saved run, the targets these patterns select: {len(outside)} others it "
+            "holds left out)"
             if "results" in {s.kind for s in gate_sides}
             else ""
         ),

@@ -17,7 +17,8 @@ DIR gets
                  the seconds of the test actions
 Only files the invocation itself wrote are saved: a build event file whose outputs a later run
 replaced is refused (tools/results/bep.py). The interpreter asked for torch's build is
---python, else $TORCH_TEST_PYTHON (host mode), else the run's @pypi (pinned mode).
+--python, else the checkout's host interpreter (tools/python/host_mode.py: TORCH_TEST_PYTHON or
+`tools/bazel setup`), else the run's @pypi (pinned mode).
 Exit 0 saved; 2 nothing saved (the message says why).
 """
 
@@ -33,7 +34,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a script
 
 from tools.gate import hardware, sides, tree  # noqa: E402
-from tools.hardware import envvars  # noqa: E402
+from tools.python import host_mode  # noqa: E402
 from tools.results import bep  # noqa: E402
 
 ROOT = sides.ROOT
@@ -46,8 +47,9 @@ def _relative(label: str, attempt: bep.Attempt, name: str) -> str:
 
 def _interpreter(args, output_base) -> tuple[pathlib.Path | None, dict | None]:
     """(python, env) that the tests' torch is asked with."""
-    if args.python or os.environ.get(envvars.PYTHON):
-        return pathlib.Path(args.python or os.environ[envvars.PYTHON]), None
+    python = args.python or host_mode.host_python()
+    if python:
+        return pathlib.Path(python), None
     if output_base is None:
         return None, None
     pypi = output_base / "external" / "pypi"

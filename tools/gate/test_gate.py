@@ -23,6 +23,7 @@ from tools.gate import (
     culprit,
     gate,
     hardware,
+    patterns,
     repeats,
     report,
     save_run,
@@ -1210,6 +1211,49 @@ class SavedGpuVariantTest(unittest.TestCase):
             "(1 target that ran on one side left out of the comparison)",
             markdown,
         )
+
+
+class PatternsTest(unittest.TestCase):
+    """A saved run's targets are compared where the gate's patterns select them."""
+
+    def test_patterns_select_as_bazel_reads_them(self):
+        label = "//dynamo_tests:test_aot_autograd"
+        for selected in (["//..."], ["dynamo_tests/..."], ["//dynamo_tests:all"], [label]):
+            self.assertTrue(patterns.matches(label, selected), selected)
+        for not_selected in (
+            ["//upstream_style_tests/..."],
+            ["//dynamo_tests:test_recompile_ux"],
+            ["//dynamo"],  # a package is its namesake target, not a prefix
+            ["//...", "-//dynamo_tests/..."],
+            [],
+        ):
+            self.assertFalse(patterns.matches(label, not_selected), not_selected)
+        self.assertTrue(patterns.matches("//a/b:b", ["//a/b"]))
+        self.assertTrue(patterns.matches("//a/b/c:t", ["//a/..."]))
+        self.assertFalse(patterns.matches("//ab:t", ["//a/..."]))
+        # Left to right: a later pattern adds back what an earlier one took out.
+        self.assertTrue(patterns.matches(label, ["-//dynamo_tests/...", "//dynamo_tests:all"]))
+
+    def test_a_saved_run_of_more_targets_than_asked_is_compared_over_those_asked(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            runs = {
+                name: SavedRunTest._save(self, tmp, name, "passed") for name in ("pool", "here")
+            }
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = gate.main(
+                    [
+                        f"--baseline=results:{runs['pool']}",
+                        f"--candidate=results:{runs['here']}",
+                        f"--out={tmp / 'r'}",
+                        "//tools/selftest:probe_plain",
+                    ]
+                )
+            data = json.loads((tmp / "r" / "report.json").read_text())
+        self.assertEqual(code, 0, err.getvalue())
+        self.assertEqual(sorted(data["target_status"]), ["//tools/selftest:probe_plain"])
+        self.assertIn("1 others it holds left out", data["targets"])
 
 
 class BisectTest(unittest.TestCase):
