@@ -150,16 +150,26 @@ def _imports_torch(files: list[str]) -> bool:
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:
-                names = [node.module or ""]
+                module = node.module or ""
+                names = [f"{module}.{alias.name}" for alias in node.names]
             else:
                 continue
-            if any(n.split(".")[0] in _TORCH_IMPORTERS for n in names):
+            if any(_loads_torch(name) for name in names):
                 return True
     return False
 
 
-# Top-level packages whose import imports torch: torch's, and the test library's.
+# Top-level packages whose import imports torch: torch's, and the test library's, but for its
+# torch-free modules (the hardware markers, which CPU-only tests and the tools import).
 _TORCH_IMPORTERS = ("torch", "test_utils")
+_TORCH_FREE = ("test_utils.hardware",)
+
+
+def _loads_torch(name: str) -> bool:
+    """Whether importing `name` (a module, or module.attribute of a from-import) loads torch."""
+    if any(name == free or name.startswith(free + ".") for free in _TORCH_FREE):
+        return False
+    return name.split(".")[0] in _TORCH_IMPORTERS
 
 
 def _preload(files: list[str]) -> None:

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tools.runner import collection
-from tools.runner.session import collection_record
+from tools.runner.session import child, collection_record
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
 
 # The issue's example: parameters pytest cannot print, over a set; gelu fails.
@@ -187,3 +187,22 @@ def test_an_unsharded_targets_inventory_is_forked_after_one_torch_import(tmp_pat
     has_torch = importlib.util.find_spec("torch") is not None
     assert session["torch_loaded"] == inventory["torch_loaded"] == has_torch, seen
     assert inventory["tmp"] != session["tmp"], seen
+
+
+def test_only_sources_that_load_torch_make_the_test_process_preload_it(tmp_path):
+    """Preloading torch saves the inventory's second import of it only where the target's own
+    import loads torch; for a source that imports the torch-free markers alone it is an
+    import the target would not make (seconds of a core)."""
+
+    def loads(source: str) -> bool:
+        path = tmp_path / "test_x.py"
+        path.write_text(source)
+        return child._imports_torch([str(path)])
+
+    assert loads("import torch\n")
+    assert loads("from torch.testing._internal import common_utils\n")
+    assert loads("def f():\n    from test_utils.dynamo import CompileCounter\n")
+    assert loads("from test_utils import hardware, versions\n")  # versions imports torch
+    assert not loads("from test_utils.hardware import requires_gpus\n")
+    assert not loads("from test_utils import hardware\nimport test_utils.hardware\n")
+    assert not loads("import json\nfrom . import torch\n")  # a relative import is the package's
