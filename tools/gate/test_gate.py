@@ -899,15 +899,11 @@ class SavedRunTest(unittest.TestCase):
             tmp = pathlib.Path(tmp)
             old_pool, new_pool = self._save(tmp, "old", "passed"), self._save(tmp, "new", "failed")
             self.assertTrue((old_pool / "testlogs").is_dir())
-            err = io.StringIO()
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                code = gate.main(
-                    [
-                        f"--baseline=results:{old_pool}",
-                        f"--candidate=results:{new_pool}",
-                        f"--out={tmp / 'r'}",
-                    ]
-                )
+            code, err = _gate_quietly(
+                f"--baseline=results:{old_pool}",
+                f"--candidate=results:{new_pool}",
+                f"--out={tmp / 'r'}",
+            )
             self.assertEqual(code, gate.EXIT_REGRESSION, err.getvalue())
             data = json.loads((tmp / "r" / "report.json").read_text())
             (item,) = data["comparison"]["regressions"]
@@ -1025,19 +1021,22 @@ class SavedRunTreeTest(unittest.TestCase):
             record["tree"] = "0" * 40  # another tree than this checkout's
             (saved / "side.json").write_text(json.dumps(record))
             new = SavedRunTest._save(self, tmp, "new", "failed")  # a regression to bisect
-            err = io.StringIO()
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                code = gate.main(
-                    [
-                        f"--baseline=results:{saved}",
-                        f"--candidate=results:{new}",
-                        "--bisect",
-                        f"--out={tmp / 'r'}",
-                    ]
-                )
+            code, err = _gate_quietly(
+                f"--baseline=results:{saved}",
+                f"--candidate=results:{new}",
+                "--bisect",
+                f"--out={tmp / 'r'}",
+            )
             self.assertEqual(code, gate.EXIT_BAD_INPUT, err.getvalue())
             self.assertIn(f"saved run {saved} ran tree {'0' * 40}", err.getvalue())
             self.assertFalse((tmp / "r").exists(), "nothing ran")
+
+
+def _gate_quietly(*argv: str) -> tuple[int, io.StringIO]:
+    """gate.main(argv) with its output held: (exit code, what it wrote to stderr)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        return gate.main(list(argv)), err
 
 
 @contextlib.contextmanager
@@ -1184,15 +1183,11 @@ class SavedGpuVariantTest(unittest.TestCase):
                     torch_cuda="13.0" if gpus else None,
                 )
                 (runs[name] / "side.json").write_text(json.dumps(record))
-            err = io.StringIO()
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                code = gate.main(
-                    [
-                        f"--baseline=results:{runs['gpu_host']}",
-                        f"--candidate=results:{runs['cpu_host']}",
-                        f"--out={tmp / 'r'}",
-                    ]
-                )
+            code, err = _gate_quietly(
+                f"--baseline=results:{runs['gpu_host']}",
+                f"--candidate=results:{runs['cpu_host']}",
+                f"--out={tmp / 'r'}",
+            )
             data = json.loads((tmp / "r" / "report.json").read_text())
             markdown = (tmp / "r" / "report.md").read_text()
         result = data["comparison"]
@@ -1240,16 +1235,12 @@ class PatternsTest(unittest.TestCase):
             runs = {
                 name: SavedRunTest._save(self, tmp, name, "passed") for name in ("pool", "here")
             }
-            err = io.StringIO()
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                code = gate.main(
-                    [
-                        f"--baseline=results:{runs['pool']}",
-                        f"--candidate=results:{runs['here']}",
-                        f"--out={tmp / 'r'}",
-                        "//tools/selftest:probe_plain",
-                    ]
-                )
+            code, err = _gate_quietly(
+                f"--baseline=results:{runs['pool']}",
+                f"--candidate=results:{runs['here']}",
+                f"--out={tmp / 'r'}",
+                "//tools/selftest:probe_plain",
+            )
             data = json.loads((tmp / "r" / "report.json").read_text())
         self.assertEqual(code, 0, err.getvalue())
         self.assertEqual(sorted(data["target_status"]), ["//tools/selftest:probe_plain"])

@@ -6,9 +6,9 @@ Reads the source tree, so it runs outside Bazel: `python3 -m tools.selftest plum
 
 import pathlib
 import re
-import subprocess
 
 from tools.hardware import envvars, table
+from tools.selftest import check_docs_paths
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 READER = "tools/hardware/spec.py"
@@ -27,14 +27,8 @@ ATTRIBUTE = re.compile(r"\benvvars\.([A-Za-z_]\w*)")
 
 
 def _files() -> dict[str, str]:
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout.decode()
     texts = {}
-    for path in filter(None, listed.split("\0")):
+    for path in check_docs_paths.listed(ROOT):
         try:
             texts[path] = (ROOT / path).read_text()
         except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
