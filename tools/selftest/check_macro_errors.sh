@@ -151,7 +151,11 @@ while read -r variant suffix; do
   selected="$(query_of "$filter")"
   suites="$(sed "s/\$/:${variant}_tests/" <<<"$packages" | tr '\n' ' ')"
   suite="$("$BAZEL" query "tests(set(${suites}))" 2>/dev/null | sort)"
-  if [[ -n $filter && $selected == "$suite" ]]; then pass "the packages' ${variant}_tests == --config=${variant} (${filter})"; else fail "the packages' ${variant}_tests differ from --config=${variant} ('${filter}')"; fi
+  if [[ -n $filter && $selected == "$suite" ]]; then
+    pass "the packages' ${variant}_tests == --config=${variant} (${filter})"
+  else
+    fail "the packages' ${variant}_tests differ from --config=${variant} ('${filter}'): $(diff <(echo "$suite") <(echo "$selected") | grep '^[<>]' | tr '\n' ' ')(<: suites only, >: --config only)"
+  fi
   if [[ -n $suffix ]]; then
     expect_line "$selected" "${suffix}\$" "${variant} selects some ${suffix} targets"
     expect_no_line "$(grep -Ev -- "${suffix}\$" <<<"$selected")" . "${variant} selects only ${suffix} targets"
