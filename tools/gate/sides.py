@@ -24,7 +24,7 @@ import subprocess
 from tools.gate import hardware, variant_plan
 from tools.hardware import envvars
 from tools.hardware import probe as hardware_probe
-from tools.python import lock
+from tools.python import host_mode, lock
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PINNED_LOCK = lock.PINNED
@@ -35,7 +35,7 @@ SAVED_FILES = ("events.json", "side.json")
 # Variables that choose @pypi's mode: each side sets its own and inherits none.
 MODE_VARS = (envvars.PYTHON, envvars.LOCK)
 # TORCH_TEST_PYTHON's explicit choice of a lock, over the checkout's `tools/bazel setup`.
-PINNED_PYTHON = "pinned"
+PINNED_PYTHON = host_mode.PINNED
 
 # Runs with the side's interpreter: where torch is and what it was built for, without importing
 # it (a CUDA build takes seconds to import). GPUs come from nvidia-smi, once per gate.
