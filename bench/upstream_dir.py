@@ -4,7 +4,9 @@
                                   [--out FILE]
 
 DIR: folders of test_*.py files outside this repository (e.g. PyTorch's test/dynamo at the tag
-of the pinned torch), never copied into it. VENV: a venv of the pinned lock (its bin/python).
+of the pinned torch), never copied into it. VENV: a venv of the pinned lock (its bin/python),
+e.g. `python3 -m venv V && V/bin/pip install --no-deps --require-hashes -r
+third_party/python/requirements.lock`.
 
 1. Plain pytest, one process per file, N at a time (default: the cores), GPUs hidden as the
    cpu variant hides them, each with its JUnit XML; the total wall is timed.
@@ -16,8 +18,10 @@ of the pinned torch), never copied into it. VENV: a venv of the pinned lock (its
 3. Each cpu case's verdict, read from the targets' records (tools/results: junit.cases over
    the build events' test.xml files), compared with plain pytest's JUnit case by case:
    agreement, every disagreement, per-target wall pairs and the hand fixes that would be
-   needed (files add_test could not write, red targets). A case only plain pytest has is a GPU
-   variant's when plain pytest skipped it here (its target is SKIPPED on a CPU host).
+   needed (files add_test could not write, red targets). A file whose stanza passes pytest
+   arguments (add_test's, where pytest crashed) is run by plain pytest again with them. A case
+   only plain pytest has is a GPU variant's when plain pytest skipped it here (its target is
+   SKIPPED on a CPU host).
 
 Writes a dated report (default bench/results/upstream_dir_<date>_cpu.md) with the machine, the
 date and the command. Standard library and the repository's readers only.
@@ -38,6 +42,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tools import add_test_dir  # noqa: E402
 from tools.results import bep, facts, junit  # noqa: E402
 
 PACKAGE = "upstream"
@@ -63,18 +68,22 @@ def verdict(case: junit.Case) -> str:
 # ---- 1. plain pytest
 
 
-def plain_pytest(files: list[pathlib.Path], venv: pathlib.Path, out: pathlib.Path, jobs: int):
-    """{file: (wall s, exit status, junit xml)}, and the total wall."""
+def plain_pytest(
+    files: list[pathlib.Path], venv: pathlib.Path, out: pathlib.Path, jobs: int, args=None
+):
+    """{file: (wall s, exit status, junit xml)}, and the total wall. `args`: {file: pytest
+    arguments its stanza passes}, which plain pytest then gets too (its files apart)."""
     out.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TEST_")}
     env.update(_HIDDEN_GPUS, PYTHONDONTWRITEBYTECODE="1")
 
     def one(path):
-        xml = out / f"{path.parent.name}__{path.stem}.xml"
+        xml = out / _xml_name(path)
         argv = [str(venv / "bin" / "python"), "-m", "pytest", path.name, "-q"]
         argv += ["-p", "no:cacheprovider", "-o", "junit_family=xunit1", f"--junitxml={xml}"]
+        argv += (args or {}).get(path, [])
         start = time.monotonic()
-        with (out / f"{path.parent.name}__{path.stem}.log").open("w") as log:
+        with xml.with_suffix(".log").open("w") as log:
             try:
                 code = subprocess.run(
                     argv,
@@ -232,6 +241,13 @@ def report(args, facts_: dict) -> str:
         f"{cmp_['gpu']} cases are GPU variants' (plain pytest skipped them here).",
         "",
     ]
+    if f["argued"]:
+        lines += ["## Files whose stanza passes pytest arguments", ""]
+        lines += ["Plain pytest is compared as run with the same arguments.", ""]
+        lines += ["| file | args | cases in plain pytest's default run | with the args |"]
+        lines += ["| --- | --- | ---: | ---: |"]
+        lines += [f"| `{n}` | `{a}` | {d} | {w} |" for n, a, d, w in f["argued"]]
+        lines.append("")
     if cmp_["disagree"]:
         lines += ["## Disagreements", "", "| case | plain pytest | target | target's |"]
         lines += ["| --- | --- | --- | --- |"]
@@ -279,7 +295,7 @@ def main() -> int:
     plain_dir = work / "plain"
     plain = {}
     for p in files:
-        xml = plain_dir / f"{p.parent.name}__{p.stem}.xml"
+        xml = plain_dir / _xml_name(p)
         if args.resume and xml.is_file():
             plain[p] = (state.get("plain_walls", {}).get(str(p), _log_wall(xml)), "kept", xml)
     todo = [p for p in files if p not in plain]
@@ -327,6 +343,17 @@ def main() -> int:
         )
         print(f"bazel test: {bazel_wall:.1f} s, exit {bazel_code}", flush=True)
         save(bazel_wall=bazel_wall, bazel_code=bazel_code)
+    # A stanza's `args` (add_test's, for a file whose default run crashed pytest) are how the
+    # target runs the file: plain pytest is compared as run with them too.
+    with_args = stanza_args(packages, args.dirs)
+    args_dir = work / "plain_with_args"
+    again = [p for p in with_args if not (args.resume and (args_dir / _xml_name(p)).is_file())]
+    plain_pytest(again, args.venv, args_dir, args.jobs, with_args)
+    argued = []
+    for p, extra in sorted(with_args.items()):
+        default_cases = len(plain_cases({p: plain[p]})) if p in plain else 0
+        plain[p] = (plain.get(p, (0.0,))[0], "with args", args_dir / _xml_name(p))
+        argued.append((p.name, " ".join(extra), default_cases, len(plain_cases({p: plain[p]}))))
     targets = bep.read(events) if events.is_file() else {}
     ours, walls = target_cases(targets)
     cmp_ = compare(plain_cases(plain), ours)
@@ -342,17 +369,13 @@ def main() -> int:
     )
     pairs = []
     for package in packages:
-        build = (package / "BUILD.bazel").read_text()
+        declared = stanzas(package)
         for label in sorted(walls):
             if not label.startswith(f"//{PACKAGE}/{package.name}:"):
                 continue
             name = label.rsplit(":", 1)[-1]
-            srcs = [
-                p
-                for p in files
-                if p.parent.name == package.name
-                and (p.stem == name or f'"{p.name}"' in _stanza(build, name))
-            ]
+            members = declared.get(name, {}).get("srcs") or [f"{name}.py"]
+            srcs = [p for p in files if p.parent.name == package.name and p.name in members]
             plain_s = sum(plain[p][0] for p in srcs if p in plain)
             pairs.append((label, len(srcs), plain_s, walls[label]))
     facts_ = {
@@ -378,11 +401,16 @@ def main() -> int:
         "compare": cmp_,
         "red_targets": red_targets,
         "pairs": pairs,
+        "argued": argued,
     }
     text = report(args, facts_)
     out.write_text(text)
     print(text)
     return 0 if facts_["hand_fixes"] == 0 and not cmp_["disagree"] else 1
+
+
+def _xml_name(path: pathlib.Path) -> str:
+    return f"{path.parent.name}__{path.stem}.xml"
 
 
 def _log_wall(xml: pathlib.Path) -> float:
@@ -392,10 +420,20 @@ def _log_wall(xml: pathlib.Path) -> float:
     return max(0.0, log.stat().st_mtime - int(born or 0))
 
 
-def _stanza(build: str, name: str) -> str:
-    """The text of the torch_test stanza named `name` (for the files of a pack)."""
-    at = build.find(f'name = "{name}",')
-    return build[at : build.find("\n)", at)] if at >= 0 else ""
+def stanzas(package: pathlib.Path) -> dict[str, dict]:
+    """{target name: its torch_test arguments} of the package's BUILD file."""
+    build = (package / "BUILD.bazel").read_text()
+    return {b.value.get("name"): b.value for _, _, b in add_test_dir.read_build(build)[1]}
+
+
+def stanza_args(packages: list[pathlib.Path], dirs: list[pathlib.Path]) -> dict:
+    """{file of DIR: the pytest arguments its stanza passes}, for files whose stanza has some."""
+    found = {}
+    for package, directory in zip(packages, dirs, strict=True):
+        for name, arguments in stanzas(package).items():
+            if arguments.get("args") and "srcs" not in arguments:
+                found[directory / f"{name}.py"] = list(arguments["args"])
+    return found
 
 
 if __name__ == "__main__":

@@ -113,8 +113,28 @@ def pypi_environment() -> Environment:
     return _environment_at(pathlib.Path(base, "external", "pypi"))
 
 
+# pytest's exit status when it crashed itself (INTERNALERROR), its later cases never run.
+PYTEST_CRASHED = 3
+# Formatting a failure's traceback is where pytest itself crashes on real files (CPython 3.11's
+# "AST constructor recursion depth mismatch" in its source-range lookup); Python's own
+# formatter does not parse source, so the file can run to its end.
+NATIVE_TRACEBACKS = ["--tb=native"]
+
+
 def collect(path: pathlib.Path, env: Environment, run: bool) -> dict:
-    """tools/add_test_collect.py's result for `path`, in `env`."""
+    """tools/add_test_collect.py's result for `path`, in `env`. A run that pytest ended with an
+    INTERNALERROR is measured again with Python's traceback formatter; if that run ends
+    normally, its result is the file's and `pytest_args` says what the stanza must pass."""
+    result = _collect(path, env, run, [])
+    if run and result.get("exit") == PYTEST_CRASHED:
+        again = _collect(path, env, run, NATIVE_TRACEBACKS)
+        if again.get("exit") != PYTEST_CRASHED:
+            again["crashed_with_defaults"] = {"started": result["started"], "exit": result["exit"]}
+            return again
+    return result
+
+
+def _collect(path: pathlib.Path, env: Environment, run: bool, pytest_args: list[str]) -> dict:
     child_env = {k: v for k, v in os.environ.items() if not k.startswith(envvars.PREFIX)}
     entries = [str(ROOT), *([str(env.site)] if env.site and env.site.is_dir() else [])]
     entries += filter(None, [child_env.get("PYTHONPATH")])
@@ -125,6 +145,7 @@ def collect(path: pathlib.Path, env: Environment, run: bool) -> dict:
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
     )
     command = [env.python, str(COLLECTOR), str(path), *(["--run"] if run else [])]
+    command += ["--", *pytest_args] if pytest_args else []
     out = subprocess.run(command, env=child_env, cwd=ROOT, capture_output=True, text=True)
     prefix = add_test_collect.RESULT_PREFIX
     lines = [line for line in out.stdout.splitlines() if line.startswith(prefix)]
@@ -150,10 +171,12 @@ def stanza(
     deps: list[str],
     expectations: bool = False,
     srcs: list[str] | None = None,
+    args: list[str] | None = None,
 ) -> str:
     """The torch_test call, its arguments in buildifier's order (name, the others by name,
     deps), so that formatting the BUILD file changes nothing. `srcs`: a pack of those files,
-    named after `path` (then `path.stem` is the pack's name, not a file's)."""
+    named after `path` (then `path.stem` is the pack's name, not a file's). `args`: pytest
+    arguments the file's measuring run needed (collect's `pytest_args`)."""
     used_variants = [v for v in variants.VARIANTS if any(p[0] == v for p in placed.values())]
     arguments = {}
     if used_variants != ["cpu"]:
@@ -167,6 +190,8 @@ def stanza(
         arguments["expectations"] = [f'    expectations = "{path.stem}.expectations.toml",']
     if srcs:
         arguments["srcs"] = _list("srcs", srcs)
+    if args:
+        arguments["args"] = _list("args", args)
     lines = ["torch_test(", f'    name = "{path.stem}",']
     for name in sorted(arguments):
         lines += arguments[name]
@@ -358,7 +383,10 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
         out.append("# NO TEST CASES: pytest collects nothing from this file.")
     deps = add_test_deps.labels_for(result, path, ROOT, env.manifest)
     proposed = proposals(path, result)
-    out.append(stanza(path, placed, deps.labels, expectations=bool(proposed.entries)))
+    out.append(
+        stanza(path, placed, deps.labels, bool(proposed.entries), args=result.get("pytest_args"))
+    )
+    out += [f"# {line}" for line in crash_notes(result)]
     out += [f"# deps: {note}" for note in deps.notes]
     out.append("# Placement (cases per variant; each variant is a target):")
     out.append(placement(placed) or "#   none")
@@ -374,6 +402,24 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
             out.append(f"# Review, then save as {path.stem}.expectations.toml beside the file:")
             out.append("\n".join(entry_text(e) for e in proposed.entries))
     return "\n".join(out), 1 if result["errors"] else 0
+
+
+def crash_notes(result: dict) -> list[str]:
+    """What a reader of the stanza must know of a run pytest ended by crashing."""
+    if result.get("crashed_with_defaults"):
+        crash = result["crashed_with_defaults"]
+        return [
+            f"PYTEST CRASHED (INTERNALERROR, exit {crash['exit']}) after {crash['started']} of "
+            f"{len(result['placed'])} cases; with {' '.join(result['pytest_args'])} (Python's "
+            f"traceback formatter, not pytest's) it ran {result['started']}: the stanza passes it"
+        ]
+    if result.get("exit") == PYTEST_CRASHED:
+        return [
+            f"PYTEST CRASHED (INTERNALERROR) after {result.get('started', 0)} of "
+            f"{len(result['placed'])} cases, with {' '.join(NATIVE_TRACEBACKS)} too: its later "
+            "cases never ran; it runs alone, so no other file's cases are lost with it"
+        ]
+    return []
 
 
 def tests_environment() -> Environment:

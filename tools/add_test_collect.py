@@ -111,6 +111,10 @@ class Recorder:
         self.called = set()
         self.failures = {}  # node id: [witness.exception of each failed phase, in order]
         self.seconds = 0.0
+        self.started = set()  # node ids whose protocol began (a crash leaves the rest out)
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.started.add(nodeid)
 
     def pytest_sessionstart(self, session):
         self.plugin = session.config.pluginmanager.get_plugin(PLUGIN)
@@ -184,9 +188,13 @@ class Recorder:
 def main(argv: list[str]) -> int:
     import pytest
 
-    path, run = argv[0], "--run" in argv[1:]
+    # argv: FILE [--run] [-- PYTEST_ARG...]: the args after `--` are the stanza's own `args`.
+    own, extra = (
+        (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    )
+    path, run = own[0], "--run" in own[1:]
     recorder = Recorder()
-    args = [path, "-q", "-p", "no:cacheprovider", "-p", PLUGIN, "-o", "xfail_strict=true"]
+    args = [path, "-q", "-p", "no:cacheprovider", "-p", PLUGIN, "-o", "xfail_strict=true", *extra]
     code = pytest.main(args + ([] if run else ["--collect-only"]), plugins=[recorder])
     dists = _distributions(recorder.loaded)
     result = {
@@ -203,6 +211,8 @@ def main(argv: list[str]) -> int:
         "xpassed": recorder.xpassed(),
         "fails": recorder.fails(),
         "exit": int(code),
+        "started": len(recorder.started),
+        "pytest_args": extra,
     }
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     return 0

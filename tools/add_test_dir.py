@@ -384,7 +384,10 @@ def _arrange(measured: dict[str, Measured], owned: dict[str, list[str]]) -> dict
         ran = sum(1 for p in placed.values() if p[0] == "cpu")
         kind = tuple(sorted({(p[0] or "", tuple(p[1])) for p in placed.values()}))
         seconds = m.result.get("seconds", 0.0)
-        crashed = m.result.get("exit", 0) not in _ENDED_NORMALLY
+        # A file that crashed pytest, or needs args to not crash it, cannot share a target.
+        crashed = m.result.get("exit", 0) not in _ENDED_NORMALLY or bool(
+            m.result.get("pytest_args")
+        )
         files.append(add_test_pack.Measured(name, seconds, ran, len(placed), kind, crashed))
     keys = {tuple(group): key for key, group in owned.items()}
     out = {}
@@ -431,11 +434,16 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
             continue
         proposed = add_test.proposals(path, result) if ran else add_test.Proposals([], [])
         said.append(_result_line(path, result, proposed, ran))
-        if ran and result.get("exit", 0) not in _ENDED_NORMALLY:
+        if (
+            ran
+            and result.get("exit", 0) not in _ENDED_NORMALLY
+            and not add_test.crash_notes(result)
+        ):
             said.append(
                 f"    PYTEST ENDED ABNORMALLY (exit status {result['exit']}): its later cases "
                 "never ran; it runs alone, so no other file's cases are lost with it"
             )
+        said += [f"    {note}" for note in add_test.crash_notes(result)]
         said += [f"    {note}" for note in proposed.notes]
         lost = add_test.uncollected_classes(path.read_text(), result["placed"])
         if lost:
@@ -460,8 +468,9 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
         written.add(toml.name)
         placed = {n: p for m in members for n, p in m.result["placed"].items()}
         deps = sorted({d for m in members for d in m.deps}, key=lambda d: (d.startswith("@"), d))
+        args = members[0].result.get("pytest_args") if not packed else None
         stanzas[key] = add_test.stanza(
-            directory / f"{stem}.py", placed, deps, toml.is_file(), group if packed else None
+            directory / f"{stem}.py", placed, deps, toml.is_file(), group if packed else None, args
         )
         if packed:
             said.append(f"{key}: packs {', '.join(group)}")

@@ -2,7 +2,9 @@
 module beside the tests (PyTorch's test/distributed imports its model_registry.py as a
 top-level module) gets a py_library the tests depend on, with the directory on their path; a
 failure followed by a teardown error is proposed with both; a file named like a test that
-collects nothing gets no target."""
+collects nothing gets no target; a file whose failure pytest cannot format (an INTERNALERROR
+that ends the run, as torch's dynamo tests caused under CPython 3.11) runs to its end with
+Python's traceback formatter, and its stanza says so."""
 
 import ast
 import pathlib
@@ -95,3 +97,61 @@ def test_a_file_that_collects_no_case_gets_no_stanza(tmp_path):
     assert status == 0
     assert "torch_test(" not in (tmp_path / "BUILD.bazel").read_text(), said
     assert any("NO TEST CASES" in line for line in said), said
+
+
+# pytest's long tracebacks parse the test's source (`_pytest._code.source`); CPython 3.11 can
+# raise SystemError there once dynamo has run. This file makes that parse fail the same way,
+# so its run ends with pytest's INTERNALERROR after the failing case.
+UNFORMATTABLE = """
+import ast
+import sys
+import unittest
+
+_parse = ast.parse
+
+
+def _parse_unless_pytest_formats(*args, **kwargs):
+    if sys._getframe(1).f_globals.get("__name__") == "_pytest._code.source":
+        raise SystemError("AST constructor recursion depth mismatch (before=1, after=2)")
+    return _parse(*args, **kwargs)
+
+
+class TestFormatting(unittest.TestCase):
+    def test_a_fails(self):
+        ast.parse = _parse_unless_pytest_formats
+        self.assertEqual(1, 2)
+
+    def test_b_passes(self):
+        pass
+
+    def test_c_passes(self):
+        pass
+"""
+
+
+def test_a_file_that_crashes_pytest_runs_with_native_tracebacks(tmp_path):
+    path = tmp_path / "test_unformattable.py"
+    path.write_text(UNFORMATTABLE)
+    env = add_test.Environment.of_this_interpreter()
+    result = add_test.collect(path, env, run=True)
+    assert result["crashed_with_defaults"] == {"started": 1, "exit": add_test.PYTEST_CRASHED}
+    assert result["exit"] == 1 and result["started"] == 3
+    assert result["pytest_args"] == add_test.NATIVE_TRACEBACKS
+    assert [f[0] for f in result["fails"]] == [
+        "test_unformattable.py::TestFormatting::test_a_fails"
+    ]
+    (note,) = add_test.crash_notes(result)
+    assert "after 1 of 3 cases" in note and "ran 3" in note, note
+
+    # add_test DIR: the stanza passes the arguments, and the file is packed with no other.
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
+    results = {
+        path: result,
+        tmp_path / "test_plain.py": add_test.collect(tmp_path / "test_plain.py", env, run=True),
+    }
+    said, status = add_test_dir.write(tmp_path, results, env, ran=True)
+    stanzas = {c["name"]: c for c in _calls((tmp_path / "BUILD.bazel").read_text(), "torch_test")}
+    assert sorted(stanzas) == ["test_plain", "test_unformattable"], said
+    assert stanzas["test_unformattable"]["args"] == ["--tb=native"]
+    assert "args" not in stanzas["test_plain"]
+    assert any("PYTEST CRASHED" in line for line in said), said
