@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))  # run as `python3 tools/add_test.py` from any dir
 from tools import add_test_collect, add_test_deps  # noqa: E402
 from tools.hardware import envvars, probe, variants  # noqa: E402
 from tools.python import host_mode  # noqa: E402
+from tools.runner import collection  # noqa: E402
 from tools.runner.session import expectations  # noqa: E402
 
 COLLECTOR = ROOT / "tools" / "add_test_collect.py"
@@ -144,6 +145,10 @@ def _collect(path: pathlib.Path, env: Environment, run: bool, pytest_args: list[
         PYTHONDONTWRITEBYTECODE="1",
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
     )
+    # The hash seed a target's test process gets (a shell's own is not a test's): a failure
+    # whose message follows set order (the first missing key of a set) then reads the same
+    # here as in the target, so its proposed `match` holds there.
+    child_env[collection.SEED_ENV] = collection.DEFAULT_SEED
     command = [env.python, str(COLLECTOR), str(path), *(["--run"] if run else [])]
     command += ["--", *pytest_args] if pytest_args else []
     out = subprocess.run(command, env=child_env, cwd=ROOT, capture_output=True, text=True)
@@ -286,7 +291,7 @@ def proposals(path: pathlib.Path, result: dict) -> Proposals:
                 "variants": ["cpu"],
             }
         )
-    torch = result.get("torch") or "this torch"
+    torch = f"torch {result['torch']}" if result.get("torch") else "this torch"
     for nodeid, first, later in result.get("fails", []):
         test = _local(path, nodeid)
         match, why = _fail_match(first)
@@ -296,7 +301,7 @@ def proposals(path: pathlib.Path, result: dict) -> Proposals:
         entry = {
             "test": test,
             "outcome": "fail",
-            "reason": f"fails on torch {torch} as measured by add_test",
+            "reason": f"fails on {torch} as measured by add_test",
             "match": match,
             "variants": ["cpu"],
             "proposed": True,

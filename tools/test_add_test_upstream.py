@@ -4,13 +4,18 @@ top-level module) gets a py_library the tests depend on, with the directory on t
 failure followed by a teardown error is proposed with both; a file named like a test that
 collects nothing gets no target; a file whose failure pytest cannot format (an INTERNALERROR
 that ends the run, as torch's dynamo tests caused under CPython 3.11) runs to its end with
-Python's traceback formatter, and its stanza says so."""
+Python's traceback formatter, and its stanza says so; a failure whose message follows set
+order is measured with the hash seed a target's test process gets, so its match holds there."""
 
 import ast
+import os
 import pathlib
+import subprocess
+import sys
 import tomllib
 
 from tools import add_test, add_test_dir
+from tools.runner import collection
 from tools.runner.session import expectations
 
 
@@ -155,3 +160,35 @@ def test_a_file_that_crashes_pytest_runs_with_native_tracebacks(tmp_path):
     assert stanzas["test_unformattable"]["args"] == ["--tb=native"]
     assert "args" not in stanzas["test_plain"]
     assert any("PYTEST CRASHED" in line for line in said), said
+
+
+# Upstream's test_config checks a set of config keys one by one: which key fails first follows
+# the set's order, which follows the process's string hash seed.
+SET_ORDER = """
+KEYS = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"}
+
+
+def test_first_key_of_a_set():
+    assert next(iter(KEYS)) == "none of them"
+"""
+
+
+def _first_key(seed: str) -> str:
+    code = SET_ORDER + "\nprint(next(iter(KEYS)))"
+    env = {**os.environ, collection.SEED_ENV: seed}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def test_a_set_ordered_failure_is_measured_with_the_targets_hash_seed(tmp_path, monkeypatch):
+    path = tmp_path / "test_set_order.py"
+    path.write_text(SET_ORDER)
+    # The key a target's test process (the runner's seed) sees first, and a user's shell whose
+    # own seed orders the set otherwise: add_test must measure as the target runs.
+    first = _first_key(collection.DEFAULT_SEED)
+    shell_seed = next(s for s in map(str, range(1, 50)) if _first_key(s) != first)
+    monkeypatch.setenv(collection.SEED_ENV, shell_seed)
+    env = add_test.Environment.of_this_interpreter()
+    proposed = add_test.proposals(path, add_test.collect(path, env, run=True))
+    (entry,) = proposed.entries
+    assert entry["match"] == f"AssertionError: assert '{first}' == 'none of them'", entry
