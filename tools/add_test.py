@@ -261,9 +261,12 @@ def _fail_match(seen: dict) -> tuple[str | None, str]:
     if not expectations._TYPE_NAME.fullmatch(kind):  # a class defined in a function
         kind = kind.rsplit(".", 1)[-1]
     prefix = stable_prefix(seen["msg"])
-    if not _long_enough(prefix):
+    if not seen["msg"]:
+        match = kind  # no message at all (a bare assert): the type alone declares exactly that
+    elif not _long_enough(prefix):
         return None, f"{text[:200]!r}, a message too short to declare"
-    match = f"{kind}: {prefix}"
+    else:
+        match = f"{kind}: {prefix}"
     # The runner's own reading of the entry must accept what was measured.
     if expectations.Entry(0, "", "fail", "", match).matched(text) is None:
         return None, f"{text[:200]!r}, which no literal entry matches"

@@ -89,6 +89,22 @@ def test_a_failure_then_a_teardown_error_is_proposed_with_both():
     assert read.teardown_matched(f"AssertionError: {later['msg']}")
 
 
+def test_a_teardown_error_with_no_message_is_declared_by_its_type():
+    # torch 2.11's callback registry asserts with no message when a failed call left it dirty.
+    first = _failure("TypeError", "CompileId.__init__() takes 1 positional argument")
+    result = {
+        "torch": "2.11.0",
+        "fails": [["x.py::TestHooks::test_count", first, _failure("AssertionError", "")]],
+    }
+    (entry,) = add_test.proposals(pathlib.Path("test_hooks.py"), result).entries
+    assert entry["teardown"] == "AssertionError"
+    toml = tomllib.loads(add_test.entry_text(entry))["expect"][0]
+    del toml["proposed"]
+    read = expectations._entry("test_hooks.expectations.toml", 0, toml, ["cpu"])
+    assert read.teardown_matched("AssertionError: ") == "AssertionError"
+    assert read.teardown_matched("AssertionError: pending callbacks") is None
+
+
 def test_a_file_that_collects_no_case_gets_no_stanza(tmp_path):
     (tmp_path / "test_shared_globals.py").write_text("VALUE = 1\n")
     result = {"placed": {}, "errors": [], "modules": {}}

@@ -19,7 +19,9 @@ A declaration says what it accepts, so that it cannot also accept what it was no
   `QualifiedType: message` (failure_text; builtins have no module: `AssertionError: Lists
   differ`), its type must be the entry's Type (written bare, `Unsupported`, or qualified,
   `torch._dynamo.exc.Unsupported`), and its message must start with the entry's prefix, so a
-  new ImportError is not the assertion that was declared.
+  new ImportError is not the assertion that was declared. A failure with no message at all (a
+  bare `assert` in torch) is declared by its type alone, `match = "AssertionError"`, which
+  accepts that type with an empty message and nothing else.
 - A skip's literal and a fail's message prefix hold at least MIN_LITERAL characters that are
   not whitespace; a shorter one would accept failures it was not written for and is refused.
 - An fnmatch pattern names as many tests as its `count`; when it comes to cover more or fewer
@@ -73,7 +75,7 @@ _FAIL_FORM = (
     "a fail's match is literal text `Type: message-prefix`: the exception type as the log shows "
     "it (bare, `Unsupported`, or qualified, `torch._dynamo.exc.Unsupported`; builtins bare, "
     "`AssertionError`), then ': ' and the start of its message, e.g. "
-    "'AssertionError: Lists differ'"
+    "'AssertionError: Lists differ'; or the type alone for a failure with no message"
 )
 
 
@@ -185,9 +187,12 @@ def _entry(path: str, index: int, raw: dict, variants) -> Entry:
 
 
 def _check_match(match: str, outcome: str, bad) -> None:
-    """Refuses a match too short to name one outcome, or a fail's not in `Type: prefix` form."""
+    """Refuses a match too short to name one outcome, or a fail's not in `Type: prefix` form
+    (or `Type` alone: that type with an empty message)."""
     literal = match
     if outcome == "fail":
+        if _TYPE_NAME.fullmatch(match):
+            return  # no message: it accepts an empty one only, so nothing is too short
         declared, separator, literal = match.partition(_SEPARATOR)
         if not separator or not _TYPE_NAME.fullmatch(declared):
             raise bad(f"match {match!r}: {_FAIL_FORM}")
@@ -206,6 +211,8 @@ def _prefix_matched(match: str, text: str) -> str | None:
     if _mismatch(match, text) is not None:
         return None
     kind = text.partition(_SEPARATOR)[0]
+    if _SEPARATOR not in match:
+        return kind  # the type alone: the failure has no message
     return text[: len(kind) + len(_SEPARATOR) + len(match.partition(_SEPARATOR)[2])]
 
 
@@ -222,6 +229,10 @@ def _mismatch(match: str, text: str) -> str | None:
             + " or ".join(sorted(spellings, key=len))
             + ")"
         )
+    if _SEPARATOR not in match:  # `Type` alone: a failure with no message
+        if message:
+            return f"the entry declares {declared} with no message, and it has {message[:200]!r}"
+        return None
     if not message.startswith(prefix):
         return f"the failure's message does not start with {prefix!r}: {message[:200]!r}"
     return None

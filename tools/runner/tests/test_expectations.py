@@ -92,6 +92,21 @@ def test_a_fails_message_is_a_literal_prefix(tmp_path):
     )
 
 
+def test_a_type_alone_declares_a_failure_with_no_message_and_nothing_else(tmp_path):
+    # torch's bare `assert` in a registry's clear(): the log shows the type and no message.
+    for declared in ("AssertionError", "builtins.AssertionError"):
+        entry = load(tmp_path, "fail", declared)
+        assert entry.matched("AssertionError: ") == "AssertionError"
+        assert entry.matched("AssertionError: Lists differ") is None
+        assert entry.mismatch("AssertionError: x") == (
+            f"the entry declares {declared} with no message, and it has 'x'"
+        )
+        assert entry.matched("RuntimeError: ") is None
+    # A skip's literal has no type: a word alone is still too short.
+    with pytest.raises(expectations.ExpectationError, match="fewer than 8 characters"):
+        load(tmp_path, "skip", "Skipped")
+
+
 @pytest.mark.parametrize(
     "outcome, match",
     [
