@@ -132,8 +132,25 @@ def opaque_dirs(site: pathlib.Path) -> list[str]:
         parts = path.relative_to(site.parent).parts
         first_spaced = next(i for i, part in enumerate(parts) if " " in part)
         found.add("/".join(parts[:first_spaced]))
-    # Keep only outermost directories: one inside another is shipped with it.
-    return sorted(d for d in found if not any(d.startswith(o + "/") for o in found))
+    return outermost(found)
+
+
+def outermost(dirs) -> list[str]:
+    """The directories not inside another of `dirs`: one inside another is shipped with it."""
+    return sorted(d for d in dirs if not any(d.startswith(o + "/") for o in dirs))
+
+
+def top_level_dirs(site: pathlib.Path) -> list[str]:
+    """Pinned mode: every directory directly in `site/` (`torch`, `numpy`, `torch-*.dist-info`),
+    each shipped as one directory runfile.
+
+    File by file, torch alone is ~42k runfiles: every test target's runfiles tree and every
+    sandboxed test action would link each one. As for `opaque_dirs`, Bazel then tracks the
+    directory, not the files in it: safe because the lock pins their bytes, a lock change
+    re-creates this repository, and `stamp_with_content` keys the directory by its contents.
+    Which distributions a test can import still follows its deps: only theirs are linked.
+    """
+    return sorted(f"site/{p.name}" for p in site.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def stamp_with_content(out: pathlib.Path, directory: str) -> None:
@@ -148,7 +165,12 @@ def stamp_with_content(out: pathlib.Path, directory: str) -> None:
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
-        digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode())
+        else:
+            with path.open("rb") as f:  # in chunks: torch's libraries are hundreds of MB
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(chunk)
     # Seconds since the epoch, within 2001-2033 (a plausible mtime for any tool that reads it).
     stamp = 1_000_000_000 + int.from_bytes(digest.digest()[:4], "big") % 1_000_000_000
     os.utime(root, (stamp, stamp), follow_symlinks=False)
@@ -183,11 +205,17 @@ def top_level_entries(dist: importlib.metadata.Distribution) -> set[str]:
 
 
 def site_library(out: pathlib.Path, dist, dists: dict, whole_dirs: list[str]) -> str:
-    """A py_library of a distribution installed in `site/`, depending on its locked requirements."""
+    """A py_library of a distribution installed in `site/`, depending on its locked requirements.
+
+    `whole_dirs` (none inside another, see `outermost`) are shipped as one directory runfile each;
+    the rest of the distribution's files are globbed file by file.
+    """
     entries = [f"site/{entry}" for entry in sorted(top_level_entries(dist))]
-    patterns = [e + "/**" if (out / e).is_dir() else e for e in entries]
     whole = [d for d in whole_dirs if any(d == e or d.startswith(e + "/") for e in entries)]
-    exclude = [d + "/**" for d in whole]
+    globbed = [e for e in entries if e not in whole]
+    patterns = [e + "/**" if (out / e).is_dir() else e for e in globbed]
+    # Whole directories deeper inside a globbed one: their files are not globbed too.
+    exclude = [d + "/**" for d in whole if d not in entries]
     deps = sorted(requirement_names(dist) & set(dists))
     return (
         "py_library(\n"
@@ -209,7 +237,7 @@ def site_dists(out: pathlib.Path) -> dict:
 def pinned_libraries(out: pathlib.Path, locked: list[str], unchecked: set[str]) -> list[str]:
     site = out / "site"
     compile_reproducibly(site)
-    whole_dirs = opaque_dirs(site)
+    whole_dirs = outermost({*opaque_dirs(site), *top_level_dirs(site)})
     for directory in whole_dirs:
         stamp_with_content(out, directory)
     dists = site_dists(out)
