@@ -16,8 +16,10 @@ import pytest
 
 from tools.python import generate_build
 
-# glob(PATTERNS, exclude = EXCLUDE) + WHOLE, as site_library writes a py_library's data.
-DATA = re.compile(r"data = glob\((\[.*?\]), exclude = (\[.*?\])\) \+ (\[.*?\]),")
+# glob(PATTERNS, exclude = EXCLUDE) + WHOLE, as site_data writes a py_library's data (twice in
+# a select of the remote configs' `:file_by_file` and the default).
+DATA = re.compile(r"glob\((\[.*?\]), exclude = (\[.*?\])\) \+ (\[.*?\])")
+SELECT = re.compile(r'data = select\(\{":file_by_file": (.*), "//conditions:default": (.*)\}\),')
 
 
 def install(site: pathlib.Path, name: str, version: str, files: dict, requires=()) -> None:
@@ -53,10 +55,24 @@ def out(tmp_path) -> pathlib.Path:
     return site.parent
 
 
+def parts(text: str) -> tuple[list, list, list]:
+    """(glob patterns, glob excludes, whole directories) of one `data` expression."""
+    return tuple(json.loads(part) for part in DATA.fullmatch(text).groups())
+
+
+def rule(rules: list[str], name: str) -> str:
+    (found,) = [r for r in rules if f'name = "{name}"' in r]
+    return found
+
+
 def data(rules: list[str], name: str) -> tuple[list, list, list]:
-    """(glob patterns, glob excludes, whole directories) of the py_library `name`."""
-    (rule,) = [r for r in rules if f'name = "{name}"' in r]
-    return tuple(json.loads(part) for part in DATA.search(rule).groups())
+    """The default `data` of the pinned py_library `name`."""
+    return parts(SELECT.search(rule(rules, name)).group(2))
+
+
+def remote_data(rules: list[str], name: str) -> tuple[list, list, list]:
+    """Its `data` under the remote configs (`--define=pypi_runfiles=file_by_file`)."""
+    return parts(SELECT.search(rule(rules, name)).group(1))
 
 
 def pinned(out: pathlib.Path) -> list[str]:
@@ -71,9 +87,16 @@ def test_pinned_ships_each_top_level_directory_as_one_runfile(out):
     assert exclude == []
 
 
+def test_pinned_remote_configs_get_files_but_for_spaced_names(out):
+    # Bazel 4.2.3 stages a directory runfile at the wrong path on a remote worker.
+    patterns, exclude, whole = remote_data(pinned(out), "deep")
+    assert patterns == ["site/deep/**", "site/deep-1.0.dist-info/**", "site/single.py"]
+    assert exclude == ["site/deep/data/**"]
+    assert whole == ["site/deep/data"]
+
+
 def test_pinned_keeps_the_deps_that_decide_what_a_test_can_import(out):
-    (rule,) = [r for r in pinned(out) if 'name = "deep"' in r]
-    assert 'deps = [":other"]' in rule
+    assert 'deps = [":other"]' in rule(pinned(out), "deep")
     assert data(pinned(out), "other")[2] == ["site/other", "site/other-2.0.dist-info"]
 
 
@@ -82,7 +105,7 @@ def test_host_mode_globs_file_by_file_but_for_spaced_names(out):
     site = out / "site"
     dists = generate_build.site_dists(out)
     rule = generate_build.site_library(out, dists["deep"], dists, generate_build.opaque_dirs(site))
-    patterns, exclude, whole = data([rule], "deep")
+    patterns, exclude, whole = parts(re.search(r"data = (.*),\n", rule).group(1))
     assert patterns == ["site/deep/**", "site/deep-1.0.dist-info/**", "site/single.py"]
     assert exclude == ["site/deep/data/**"]
     assert whole == ["site/deep/data"]
@@ -93,7 +116,9 @@ def test_a_directory_shipped_whole_is_keyed_by_its_contents(out, tmp_path):
     # give the same mtime, and a change deep inside a different one.
     again = tmp_path / "again"
     shutil.copytree(out, again, symlinks=True)
-    (again / "site" / "deep" / "__init__.py").touch()  # a fresh install's new mtime
+    # A fresh install's new mtimes.
+    (again / "site" / "deep" / "__init__.py").touch()
+    os.utime(again / "site" / "deep" / "data", (1, 1))
     pinned(out)
     pinned(again)
 
@@ -101,6 +126,8 @@ def test_a_directory_shipped_whole_is_keyed_by_its_contents(out, tmp_path):
         return os.stat(root / "site" / "deep").st_mtime
 
     assert stamp(again) == stamp(out)
+    # The spaced directory the remote configs ship whole is keyed by its contents too.
+    assert os.stat(again / "site/deep/data").st_mtime == os.stat(out / "site/deep/data").st_mtime
     (again / "site" / "deep" / "sub" / "mod.py").write_text("VALUE = 2\n")
     pinned(again)
     assert stamp(again) != stamp(out)
