@@ -46,6 +46,12 @@ py_runtime(
 
 py_runtime_pair(name = "runtime_pair", py3_runtime = ":runtime")
 
+# Set by the remote configs (.bazelrc): their tests get @pypi's directories file by file.
+config_setting(
+    name = "file_by_file",
+    define_values = {"pypi_runfiles": "file_by_file"},
+)
+
 toolchain(
     name = "python_toolchain",
     toolchain = ":runtime_pair",
@@ -132,8 +138,26 @@ def opaque_dirs(site: pathlib.Path) -> list[str]:
         parts = path.relative_to(site.parent).parts
         first_spaced = next(i for i, part in enumerate(parts) if " " in part)
         found.add("/".join(parts[:first_spaced]))
-    # Keep only outermost directories: one inside another is shipped with it.
-    return sorted(d for d in found if not any(d.startswith(o + "/") for o in found))
+    return outermost(found)
+
+
+def outermost(dirs) -> list[str]:
+    """The directories not inside another of `dirs`: one inside another is shipped with it."""
+    return sorted(d for d in dirs if not any(d.startswith(o + "/") for o in dirs))
+
+
+def top_level_dirs(site: pathlib.Path) -> list[str]:
+    """Pinned mode: every directory directly in `site/` (`torch`, `numpy`, `torch-*.dist-info`),
+    each shipped as one directory runfile.
+
+    File by file, torch alone is ~42k runfiles: every test target's runfiles tree and every
+    sandboxed test action would link each one. As for `opaque_dirs`, Bazel then tracks the
+    directory, not the files in it: safe because the lock pins their bytes, a lock change
+    re-creates this repository, and `stamp_with_content` keys the directory by its contents.
+    Which distributions a test can import still follows its deps: only theirs are linked.
+    The remote configs get them file by file (`site_library`).
+    """
+    return sorted(f"site/{p.name}" for p in site.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def stamp_with_content(out: pathlib.Path, directory: str) -> None:
@@ -148,7 +172,12 @@ def stamp_with_content(out: pathlib.Path, directory: str) -> None:
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
-        digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode())
+        else:
+            with path.open("rb") as f:  # in chunks: torch's libraries are hundreds of MB
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(chunk)
     # Seconds since the epoch, within 2001-2033 (a plausible mtime for any tool that reads it).
     stamp = 1_000_000_000 + int.from_bytes(digest.digest()[:4], "big") % 1_000_000_000
     os.utime(root, (stamp, stamp), follow_symlinks=False)
@@ -182,18 +211,37 @@ def top_level_entries(dist: importlib.metadata.Distribution) -> set[str]:
     return entries
 
 
-def site_library(out: pathlib.Path, dist, dists: dict, whole_dirs: list[str]) -> str:
-    """A py_library of a distribution installed in `site/`, depending on its locked requirements."""
-    entries = [f"site/{entry}" for entry in sorted(top_level_entries(dist))]
-    patterns = [e + "/**" if (out / e).is_dir() else e for e in entries]
+def site_data(out: pathlib.Path, entries: list[str], whole_dirs: list[str]) -> str:
+    """A py_library's `data` for the top-level `entries` of `site/`: `whole_dirs` (none inside
+    another, see `outermost`) as one directory runfile each, the rest file by file."""
     whole = [d for d in whole_dirs if any(d == e or d.startswith(e + "/") for e in entries)]
-    exclude = [d + "/**" for d in whole]
+    globbed = [e for e in entries if e not in whole]
+    patterns = [e + "/**" if (out / e).is_dir() else e for e in globbed]
+    # Whole directories deeper inside a globbed one: their files are not globbed too.
+    exclude = [d + "/**" for d in whole if d not in entries]
+    return f"glob({json.dumps(patterns)}, exclude = {json.dumps(exclude)}) + {json.dumps(whole)}"
+
+
+def site_library(
+    out: pathlib.Path, dist, dists: dict, whole_dirs: list[str], remote_whole_dirs=None
+) -> str:
+    """A py_library of a distribution installed in `site/`, depending on its locked requirements.
+
+    With `remote_whole_dirs`, the `:file_by_file` setting (the remote configs) ships only those
+    whole: Bazel 4.2.3 stages a source directory of the runfiles at its exec path on a remote
+    worker, not in the runfiles tree (bazelbuild/bazel#11495, fixed in Bazel 8.3), so a remote
+    test would not find it.
+    """
+    entries = [f"site/{entry}" for entry in sorted(top_level_entries(dist))]
+    data = site_data(out, entries, whole_dirs)
+    if remote_whole_dirs is not None:
+        remote = site_data(out, entries, remote_whole_dirs)
+        data = f'select({{":file_by_file": {remote}, "//conditions:default": {data}}})'
     deps = sorted(requirement_names(dist) & set(dists))
     return (
         "py_library(\n"
         f'    name = "{dist_name(dist)}",\n'
-        f"    data = glob({json.dumps(patterns)}, exclude = {json.dumps(exclude)})"
-        f" + {json.dumps(whole)},\n"
+        f"    data = {data},\n"
         f'    imports = ["site"],\n'
         f"    tags = [{json.dumps('version=' + dist.version)}],\n"
         f"    deps = {json.dumps([':' + d for d in deps])},\n"
@@ -209,8 +257,9 @@ def site_dists(out: pathlib.Path) -> dict:
 def pinned_libraries(out: pathlib.Path, locked: list[str], unchecked: set[str]) -> list[str]:
     site = out / "site"
     compile_reproducibly(site)
-    whole_dirs = opaque_dirs(site)
-    for directory in whole_dirs:
+    spaced = opaque_dirs(site)
+    whole_dirs = outermost({*spaced, *top_level_dirs(site)})
+    for directory in {*spaced, *whole_dirs}:  # the remote configs ship the spaced ones whole
         stamp_with_content(out, directory)
     dists = site_dists(out)
     missing = sorted(set(locked) - set(dists))
@@ -223,7 +272,7 @@ def pinned_libraries(out: pathlib.Path, locked: list[str], unchecked: set[str]) 
             "third_party/python/requirements.in and run tools/python/update_lock.sh):\n  "
             + "\n  ".join(problems)
         )
-    rules = [site_library(out, dists[name], dists, whole_dirs) for name in sorted(dists)]
+    rules = [site_library(out, dists[name], dists, whole_dirs, spaced) for name in sorted(dists)]
     write_manifest(out, "lock", {name: dist.version for name, dist in dists.items()}, [])
     return rules
 
