@@ -7,7 +7,7 @@
 #                a fork that enters nothing is measured beside it and subtracted
 #   import torch a child `python -c "import torch"` started plain vs inside a view of its own
 #                (preexec_fn): whether work in the namespace is slower
-# RUNS times each, interleaved, for a target with torch's runfiles (@pypi//:torch, ~20k links)
+# RUNS times each, interleaved, for a target with torch's runfiles (@pypi//:torch)
 # and one with the runner's alone; wall and CPU seconds (CPU: the process's own or its
 # children's rusage). Writes RESULTS_DIR/source_view_cost.tsv (one row per run) and prints the
 # medians. The generated package is bench/_source_view/ (git-ignored, removed on exit).

@@ -24,7 +24,7 @@ What counts:
   declared inputs  every entry of the runfiles tree whose real path lies in the source tree; a
                    source directory in `data` is bound back whole (Bazel keys only the directory;
                    torch_test refuses one at loading time). Repositories of the runfiles tree
-                   whose root lies outside the source tree (@pypi: ~20k links) are not walked.
+                   whose root lies outside the source tree (@pypi's) are not walked.
 A file the view lacks is absent, so a wrong guess fails the test; it never passes stale.
 
 Fails closed: where the runfiles resolve into a source tree but the namespace cannot be made
