@@ -25,6 +25,7 @@ With --run, what the cpu cases did here (others are not this variant's):
               `later` the same of a failure after it in a later phase, or None
 """
 
+import functools
 import importlib.machinery
 import importlib.metadata
 import json
@@ -75,6 +76,23 @@ def _requirement_closure(names: set[str]) -> dict[str, list[str]]:
 _MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
 
 
+def _real_paths():
+    """os.path.realpath of files, each folder resolved once: a distribution's thousands of
+    files (each a symlink in a runfiles tree) share a few hundred folders."""
+    real_dir = functools.lru_cache(maxsize=None)(os.path.realpath)
+
+    def real(path) -> str:
+        path = os.fspath(path)
+        for _ in range(40):  # a longer chain (a loop): os.path.realpath's own answer
+            if not os.path.islink(path):
+                head, tail = os.path.split(path)
+                return os.path.join(real_dir(head), tail)
+            path = os.path.join(os.path.dirname(path), os.readlink(path))
+        return os.path.realpath(path)
+
+    return real
+
+
 def _distributions(modules: dict[str, str | None]) -> dict[str, list[str]]:
     """{module: [distribution]} by the installed files each distribution's RECORD lists.
 
@@ -82,6 +100,7 @@ def _distributions(modules: dict[str, str | None]) -> dict[str, list[str]]:
     sys.path once setuptools is imported) belong to the package that ships them.
     """
     owners = {}
+    real = _real_paths()
     # Shallowest location first: a vendored dist-info inside a package does not win its files.
     for dist in sorted(
         importlib.metadata.distributions(), key=lambda d: len(str(d.locate_file("")))
@@ -90,10 +109,10 @@ def _distributions(modules: dict[str, str | None]) -> dict[str, list[str]]:
         for file in dist.files or []:
             # Only files a module can be loaded from: torch's headers alone are thousands.
             if str(file).endswith(_MODULE_SUFFIXES):
-                owners.setdefault(os.path.realpath(dist.locate_file(file)), name)
+                owners.setdefault(real(dist.locate_file(file)), name)
     found = {}
     for name, file in modules.items():
-        owner = owners.get(os.path.realpath(file)) if file else None
+        owner = owners.get(real(file)) if file else None
         if owner:
             found[name] = [owner]
     return found

@@ -5,12 +5,13 @@ One upstream-style fixture per case: reaching common_utils through torch._dynamo
 and a triton import guarded by has_triton() (no dep where it did not run).
 """
 
+import os
 import pathlib
 import sys
 
 import pytest
 
-from tools import add_test, add_test_deps
+from tools import add_test, add_test_collect, add_test_deps
 
 FIXTURES = add_test.ROOT / "upstream_style_tests"
 
@@ -60,6 +61,26 @@ def test_a_module_whose_file_is_a_bare_name_is_no_repository_file(monkeypatch):
     }
     deps = add_test_deps.labels_for(result, add_test.ROOT / "t.py", add_test.ROOT, {})
     assert (deps.labels, deps.notes) == ([], [])
+
+
+def test_installed_files_resolve_as_realpath_resolves_them(tmp_path):
+    # The collector resolves a distribution's files folder by folder (a runfiles tree links
+    # each file): its answers must be os.path.realpath's, or no module finds its owner.
+    real = tmp_path / "real"
+    (real / "pkg").mkdir(parents=True)
+    (real / "pkg" / "mod.py").write_text("")
+    (real / "other.py").write_text("")
+    (real / "pkg" / "up.py").symlink_to("../other.py")  # `..` from inside a linked folder
+    farm = tmp_path / "farm"
+    (farm / "sub").mkdir(parents=True)
+    (farm / "pkg").symlink_to(real / "pkg")
+    (farm / "abs.py").symlink_to(real / "pkg" / "mod.py")
+    (farm / "sub" / "rel.py").symlink_to("../pkg/mod.py")
+    (farm / "chain.py").symlink_to("sub/rel.py")
+    (farm / "loop.py").symlink_to("loop.py")
+    resolve = add_test_collect._real_paths()
+    for name in "pkg/mod.py pkg/up.py abs.py sub/rel.py chain.py loop.py gone.py".split():
+        assert resolve(farm / name) == os.path.realpath(farm / name), name
 
 
 if __name__ == "__main__":

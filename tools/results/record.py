@@ -49,6 +49,9 @@ OUTCOMES = (
 )
 # Outcomes that leave a target green.
 GREEN = ("passed", "xfail", "declared_fail", "declared_skip", "not_applicable")
+# How a not_applicable case's skip reason begins (the session plugin's skip; the runner's
+# verdict and the outcome audit read it).
+NOT_APPLICABLE_PREFIX = "not applicable to this hardware table: "
 
 
 @dataclasses.dataclass

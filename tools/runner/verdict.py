@@ -24,7 +24,6 @@ import os
 
 from tools.results import record
 from tools.runner.session import expectations
-from tools.runner.session.outcome_audit import NOT_APPLICABLE_PREFIX
 
 
 class Seen:
@@ -163,8 +162,8 @@ def _judge_skip(skip: dict, info: dict, entry, teardown) -> record.Case:
     if teardown is not None:
         return record.Case("failed", f"skipped, then its teardown raised {_text(teardown)}")
     na = info.get("not_applicable")
-    if na is not None and reason.startswith(NOT_APPLICABLE_PREFIX):
-        return record.Case("not_applicable", reason.removeprefix(NOT_APPLICABLE_PREFIX))
+    if na is not None and reason.startswith(record.NOT_APPLICABLE_PREFIX):
+        return record.Case("not_applicable", reason.removeprefix(record.NOT_APPLICABLE_PREFIX))
     if entry is not None and entry.outcome == "skip":
         matched = entry.matched(reason)
         if matched is not None:

@@ -28,10 +28,11 @@ NOT_APPLICABLE_PROPERTY; no other skip is.
 
 import pytest
 
+from tools.results import record
 from tools.runner.session import expectations
 
 NOT_APPLICABLE = pytest.StashKey[str]()
-NOT_APPLICABLE_PREFIX = "not applicable to this hardware table: "
+NOT_APPLICABLE_PREFIX = record.NOT_APPLICABLE_PREFIX
 NOT_APPLICABLE_PROPERTY = "torch_test.not_applicable"
 
 

@@ -116,6 +116,10 @@ def test_off_patches_nothing(monkeypatch):
     assert vec_isa_memo.folder({}) == vec_isa_memo.pathlib.Path(vec_isa_memo.DEFAULT_DIR)
 
 
+# Inductor's precompiled header off for the round trip's compile: the probes neither build nor
+# read it, and building it in a fresh kernel folder costs more g++ time than the one kernel.
+NO_PRECOMPILED_HEADER = {"TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS": "0"}
+
 # The first process fills the memo from a real compile (what a test's compile asks for); the
 # second asks inductor for its vector ISA, which checks the same list of ISAs, without paying a
 # kernel compile.
@@ -149,6 +153,7 @@ def test_the_second_test_process_takes_every_probe_from_the_first(tmp_path):
         env = bazel_env(
             tmp_path,
             **{envvars.VEC_ISA_MEMO: memo, "TORCHINDUCTOR_CACHE_DIR": tmp_path / run / "kernels"},
+            **NO_PRECOMPILED_HEADER,
         )
         result = run_runner(test_file, env, timeout=300)
         assert result.returncode == 0, result.stdout + result.stderr
