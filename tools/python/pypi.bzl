@@ -109,6 +109,10 @@ def _install_lock(ctx, python, lock):
     ])
 
 def _pypi_repository_impl(ctx):
+    # Every label resolved before any work: Bazel restarts a repository function at the first
+    # label it had not resolved, re-running all before it (the lock's pip install, each time).
+    for label in (_GENERATOR, _LOCK_MODULE, _FINGERPRINT, _BYTECODE, ctx.attr.lock, ctx.attr.nodeps):
+        ctx.path(label)
     host_python = ctx.os.environ.get(HOST_ENV["PYTHON"], "")
     python = _find_interpreter(
         ctx,
