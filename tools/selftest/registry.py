@@ -2,7 +2,8 @@
 
 `python3 -m tools.selftest --list` prints this table; `.ci/run` runs it whole (`--all --parallel`).
 A check is a command run from the workspace root (a shell script by its path, a Python module,
-pytest on a file); it passes when it exits 0. Costs are rough seconds on CI's 2-core CPU host.
+pytest on a file); it passes when it exits 0. Costs are rough seconds on CI's 2-core CPU host,
+as each took in `.ci/run` (its two lanes at once).
 
 `base` says whose Bazel server and output base a check drives (and so its lane under
 `--parallel`: workspace and none in one, scratch and own in the other):
@@ -47,7 +48,7 @@ CHECKS = (
         "plumbing",
         "tools/hardware/spec.py alone reads a target's spec and its run's runtime record; every "
         "TORCH_TEST_* name the tree uses is defined",
-        2,
+        1,
         (),
         ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
         + ("tools/hardware/test_plumbing.py",),
@@ -56,7 +57,7 @@ CHECKS = (
     Check(
         "lock-keeps-pins",
         "tools/python/update_lock.sh against the index: a lock edit keeps every other pin",
-        10,
+        5,
         ("network",),
         ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
         + ("tools/python/tests/test_lock_compile.py",),
@@ -74,7 +75,7 @@ CHECKS = (
     Check(
         "deps",
         "every test depends on the test_utils modules it imports; no tool on //test_utils",
-        70,
+        15,
         ("bazel",),
         _module("tools.selftest.check_deps"),
         "workspace",
@@ -82,7 +83,7 @@ CHECKS = (
     Check(
         "shards",
         "Bazel shards partition a target's tests; an unstable collection fails every shard",
-        7,
+        8,
         ("bazel",),
         _module("tools.selftest.check_shards"),
         "workspace",
@@ -90,7 +91,7 @@ CHECKS = (
     Check(
         "filters",
         "args with spaces reach pytest; run of a sharded target; a new package is in --config=cpu",
-        5,
+        3,
         ("bazel",),
         ("tools/selftest/check_filters.sh",),
         "workspace",
@@ -98,7 +99,7 @@ CHECKS = (
     Check(
         "undeclared-reads",
         "a test (its ranks, any subprocess; in Python or C, a stat) sees no undeclared source file",
-        150,
+        140,
         ("bazel",),
         ("tools/selftest/check_undeclared_reads.sh",),
         "workspace",
@@ -106,7 +107,7 @@ CHECKS = (
     Check(
         "add-test",
         "tools/add_test.py's stanzas, pasted as printed, load and place cases as printed",
-        200,
+        145,
         ("bazel",),
         ("tools/ci/check_add_test.sh",),
         "workspace",
@@ -114,7 +115,7 @@ CHECKS = (
     Check(
         "gpu-host",
         "a GPU host whose torch cannot use its GPUs stops bazel test, saying how to go on",
-        35,
+        80,
         ("bazel",),
         ("tools/selftest/check_gpu_host.sh",),
         "workspace",
@@ -122,7 +123,7 @@ CHECKS = (
     Check(
         "stress-short",
         "every distributed CPU target 3 times at once: failures, port clashes, orphans",
-        165,
+        295,
         ("bazel",),
         ("bench/stress.sh", "short"),
         "workspace",
@@ -130,7 +131,7 @@ CHECKS = (
     Check(
         "gate-selftest",
         "the upgrade gate through real Bazel on tiny fixtures (FLAKY, TIMEOUT, saved runs, ...)",
-        75,
+        250,
         ("bazel",),
         ("python3", "tools/gate/selftest_bazel.py"),
         "workspace",
@@ -138,7 +139,7 @@ CHECKS = (
     Check(
         "gate-torch-2.15.0",
         "the upgrade gate: the pinned lock vs torch 2.15.0 over every CPU target",
-        480,
+        550,
         ("bazel", "network", "venv"),
         ("tools/gate/ci_gate.sh",),
         "workspace",  # the baseline side runs on the workspace's output base
@@ -146,7 +147,7 @@ CHECKS = (
     Check(
         "remote",
         "remote execution and caching against a loopback REAPI rig, faults included",
-        450,
+        385,
         ("bazel", "rig", "network"),
         ("tools/remote/check_remote.sh",),
         "own",
@@ -154,7 +155,7 @@ CHECKS = (
     Check(
         "cache",
         "an edit (lock, test_utils module, recorded duration) re-runs exactly its dependents",
-        65,
+        210,
         ("bazel", "network"),
         _module("tools.selftest.check_cache"),
         "scratch",
@@ -162,7 +163,7 @@ CHECKS = (
     Check(
         "bad-lock",
         "a broken lock fails @pypi's fetch with pip's reason",
-        12,
+        80,
         ("bazel", "network"),
         _module("tools.selftest.check_bad_lock"),
         "scratch",
@@ -170,7 +171,7 @@ CHECKS = (
     Check(
         "refetch",
         "a failed or interrupted re-fetch of @pypi keeps every cached result",
-        110,
+        135,
         ("bazel", "network"),
         _module("tools.selftest.check_refetch"),
         "scratch",
@@ -178,7 +179,7 @@ CHECKS = (
     Check(
         "host-setup",
         "tools/bazel setup sets the host mode once per checkout; TORCH_TEST_PYTHON overrides it",
-        60,
+        85,
         ("bazel", "network", "venv"),
         _module("tools.selftest.check_host_setup"),
         "scratch",
@@ -186,7 +187,7 @@ CHECKS = (
     Check(
         "pinned-interpreter",
         "pinned mode re-runs tests when the interpreter's stdlib changes",
-        22,
+        15,
         ("bazel", "network"),
         ("tools/selftest/check_pinned_interpreter.sh",),
         "own",
@@ -195,7 +196,7 @@ CHECKS = (
         "host-mode",
         "TORCH_TEST_PYTHON: tests on the image's packages, missing ones from the lock or "
         "SKIPPED; a changed image re-runs them",
-        200,
+        335,
         ("bazel", "network", "venv"),
         ("tools/selftest/check_host_mode.sh",),
         "own",
@@ -203,7 +204,7 @@ CHECKS = (
     Check(
         "host-fingerprint",
         "host mode keys results on the environment's files (patched, added, touch -r, editable)",
-        270,
+        35,
         ("bazel", "network", "venv"),
         ("tools/selftest/check_host_fingerprint.sh",),
         "own",
@@ -211,7 +212,7 @@ CHECKS = (
     Check(
         "bytecode-poison",
         "a test that forges torch's bytecode cannot change what a later target imports",
-        110,
+        100,
         ("bazel", "network", "venv"),
         ("tools/selftest/check_bytecode_poison.sh",),
         "own",
