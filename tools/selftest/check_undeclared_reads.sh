@@ -6,7 +6,9 @@
 # edit of the file re-runs the test. Before, the undeclared read PASSED and stayed (cached)
 # PASSED after an edit of the file: first every read, then (under an audit hook on Python's
 # open) reads in C (fopen, sqlite), a stat (Path.exists()) and a Python child with an empty
-# environment.
+# environment. The same for an installed package: a test that imports one of @pypi's its target
+# does not depend on finds it absent (pinned mode ships each package's folder as one runfile of
+# the targets that depend on it), and passes once it depends on it.
 # Writes a throw-away package under tools/selftest/_scratch_reads (git-ignored).
 source "$(dirname "$0")/lib.sh"
 scratch=tools/selftest/_scratch_reads
@@ -136,6 +138,12 @@ def test_an_undeclared_flag_file_is_absent():
     # editing or deleting it cannot change (or stale) a cached result.
     assert not FLAG.exists()
 PY
+cat >"$scratch/t_pkg.py" <<'PY'
+def test_imports_a_package_of_the_lock():
+    import numpy
+
+    assert numpy.arange(3).sum() == 3
+PY
 cat >"$scratch/t_env.py" <<'PY'
 import subprocess
 import sys
@@ -169,6 +177,8 @@ torch_test(name = "t_sqlite", size = "small", data = [$2])
 torch_test(name = "t_env", size = "small", data = [$1])
 
 torch_test(name = "t_exists", size = "small")
+
+torch_test(name = "t_pkg", size = "small", deps = [$3])
 BUILD
 }
 audited=(t t_rank t_sub t_mptc)
@@ -181,7 +191,7 @@ run() { "$BAZEL" test "$(test_events "$events")" "$@" "//$scratch:all" >"${event
 named="not among its inputs.*|^  $scratch/golden.txt\$|No such file or directory: .*$scratch/golden.txt"
 refused="torch_test: FAILED: the test opened files of the source tree|No such file or directory: .*$scratch/golden.txt"
 say "undeclared: each target fails, naming the file"
-build "" ""
+build "" "" '"@pypi//:tqdm"'
 run
 for target in "${audited[@]}"; do
   expect_result "$events" "//$scratch:$target" FAILED fresh "$target: an undeclared read FAILED"
@@ -198,6 +208,8 @@ done
 expect_line "$(cat "bazel-testlogs/$scratch/t_fopen/test.log")" "fopen\(.*golden.txt\) found no file" "t_fopen: the file is absent to C"
 expect_line "$(cat "bazel-testlogs/$scratch/t_sqlite/test.log")" "unable to open database file" "t_sqlite: the database is absent to sqlite"
 expect_line "$(cat "bazel-testlogs/$scratch/t_env/test.log")" "No such file or directory: .*golden.txt" "t_env: the file is absent to a child with an empty environment"
+expect_result "$events" "//$scratch:t_pkg" FAILED fresh "t_pkg: importing a package it does not depend on FAILED"
+expect_line "$(cat "bazel-testlogs/$scratch/t_pkg/test.log")" "No module named 'numpy'" "t_pkg: numpy is absent to it"
 # Its inputs are the same at every run of this check: cached from an earlier one, or fresh.
 expect_result "$events" "//$scratch:t_exists" PASSED any "t_exists: the undeclared flag file is absent"
 rm "$scratch/flag.txt"
@@ -210,7 +222,7 @@ run --nocache_test_results
 expect_result "$events" "//$scratch:t_exists" PASSED fresh "t_exists: creating it with other bytes changes nothing either"
 
 say "declared in data: passes; an edit of the file re-runs the test"
-build '"golden.txt"' '"golden.db"'
+build '"golden.txt"' '"golden.db"' '"@pypi//:numpy"'
 run
 expect_result "$events" "//$scratch:t" PASSED fresh "t: declared, PASSED"
 expect_result "$events" "//$scratch:t_rank" PASSED fresh "t_rank: declared, PASSED"
@@ -219,6 +231,7 @@ expect_result "$events" "//$scratch:t_mptc" PASSED fresh "t_mptc: declared, PASS
 for target in "${unseen[@]}"; do
   expect_result "$events" "//$scratch:$target" PASSED fresh "$target: declared, PASSED"
 done
+expect_result "$events" "//$scratch:t_pkg" PASSED any "t_pkg: depending on numpy, PASSED"
 echo changed >"$scratch/golden.txt"
 golden_db changed
 run
