@@ -114,6 +114,8 @@ def pypi_environment() -> Environment:
     return _environment_at(pathlib.Path(base, "external", "pypi"))
 
 
+# pytest's exit statuses of a run that ended as it should: all passed, some failed.
+ENDED_NORMALLY = (0, 1)
 # pytest's exit status when it crashed itself (INTERNALERROR), its later cases never run.
 PYTEST_CRASHED = 3
 # Formatting a failure's traceback is where pytest itself crashes on real files (CPython 3.11's
@@ -394,7 +396,8 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
     out.append(
         stanza(path, placed, deps.labels, bool(proposed.entries), args=result.get("pytest_args"))
     )
-    out += [f"# {line}" for line in crash_notes(result)]
+    if ran and not result["errors"]:
+        out += [f"# {line}" for line in crash_notes(result)]
     out += [f"# deps: {note}" for note in deps.notes]
     out.append("# Placement (cases per variant; each variant is a target):")
     out.append(placement(placed) or "#   none")
@@ -412,8 +415,15 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
     return "\n".join(out), 1 if result["errors"] else 0
 
 
+def runs_alone(result: dict) -> bool:
+    """Whether a measured file needs a target of its own: its run did not end normally (in a
+    pack, the process it ends would take the other files' cases with it), or it runs only with
+    pytest arguments of its own (collect's `pytest_args`)."""
+    return result.get("exit", 0) not in ENDED_NORMALLY or bool(result.get("pytest_args"))
+
+
 def crash_notes(result: dict) -> list[str]:
-    """What a reader of the stanza must know of a run pytest ended by crashing."""
+    """What a reader of the stanza must know of a measuring run that did not end normally."""
     if result.get("crashed_with_defaults"):
         crash = result["crashed_with_defaults"]
         return [
@@ -421,13 +431,19 @@ def crash_notes(result: dict) -> list[str]:
             f"{len(result['placed'])} cases; with {' '.join(result['pytest_args'])} (Python's "
             f"traceback formatter, not pytest's) it ran {result['started']}: the stanza passes it"
         ]
-    if result.get("exit") == PYTEST_CRASHED:
+    code = result.get("exit", 0)
+    if code in ENDED_NORMALLY:
+        return []
+    if code == PYTEST_CRASHED:
         return [
             f"PYTEST CRASHED (INTERNALERROR) after {result.get('started', 0)} of "
             f"{len(result['placed'])} cases, with {' '.join(NATIVE_TRACEBACKS)} too: its later "
             "cases never ran; it runs alone, so no other file's cases are lost with it"
         ]
-    return []
+    return [
+        f"PYTEST ENDED ABNORMALLY (exit status {code}): its later cases never ran; it runs "
+        "alone, so no other file's cases are lost with it"
+    ]
 
 
 def tests_environment() -> Environment:

@@ -372,10 +372,6 @@ def _owned_groups(directory: pathlib.Path, build_text: str | None, files) -> dic
     return owned
 
 
-# pytest's exit statuses of a run that ended as it should: all passed, some failed.
-_ENDED_NORMALLY = (0, 1)
-
-
 def _arrange(measured: dict[str, Measured], owned: dict[str, list[str]]) -> dict[str, list]:
     """{stanza key: [its files]}: add_test_pack's plan, the owned groups kept."""
     files = []
@@ -384,11 +380,8 @@ def _arrange(measured: dict[str, Measured], owned: dict[str, list[str]]) -> dict
         ran = sum(1 for p in placed.values() if p[0] == "cpu")
         kind = tuple(sorted({(p[0] or "", tuple(p[1])) for p in placed.values()}))
         seconds = m.result.get("seconds", 0.0)
-        # A file that crashed pytest, or needs args to not crash it, cannot share a target.
-        crashed = m.result.get("exit", 0) not in _ENDED_NORMALLY or bool(
-            m.result.get("pytest_args")
-        )
-        files.append(add_test_pack.Measured(name, seconds, ran, len(placed), kind, crashed))
+        alone = add_test.runs_alone(m.result)
+        files.append(add_test_pack.Measured(name, seconds, ran, len(placed), kind, alone))
     keys = {tuple(group): key for key, group in owned.items()}
     out = {}
     for group in add_test_pack.plan(files, list(owned.values())):
@@ -434,16 +427,8 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
             continue
         proposed = add_test.proposals(path, result) if ran else add_test.Proposals([], [])
         said.append(_result_line(path, result, proposed, ran))
-        if (
-            ran
-            and result.get("exit", 0) not in _ENDED_NORMALLY
-            and not add_test.crash_notes(result)
-        ):
-            said.append(
-                f"    PYTEST ENDED ABNORMALLY (exit status {result['exit']}): its later cases "
-                "never ran; it runs alone, so no other file's cases are lost with it"
-            )
-        said += [f"    {note}" for note in add_test.crash_notes(result)]
+        if ran:
+            said += [f"    {note}" for note in add_test.crash_notes(result)]
         said += [f"    {note}" for note in proposed.notes]
         lost = add_test.uncollected_classes(path.read_text(), result["placed"])
         if lost:

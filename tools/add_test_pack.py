@@ -12,7 +12,8 @@ A file's cost is what add_test measured of its cpu cases, scaled to all its case
 (cases of the GPU variants do not run where add_test measures). Files are packed only with
 files of the same variants and features: a pack's targets are the variants of its files. A
 file whose measured run did not end normally (pytest's INTERNALERROR) runs alone: in a pack, the
-process it ends would take the other files' cases with it.
+process it ends would take the other files' cases with it. One that runs only with pytest
+arguments of its own runs alone too (add_test.runs_alone).
 """
 
 import dataclasses
@@ -38,7 +39,7 @@ class Measured:
     ran: int  # how many cases ran (the cpu variant's)
     cases: int  # how many it has, every variant's
     kind: tuple  # (variants, features) of its stanza: only files of one kind share a target
-    crashed: bool = False  # its measuring run did not end normally (pytest's INTERNALERROR)
+    alone: bool = False  # it needs a target of its own whatever it costs (add_test.runs_alone)
 
     @property
     def cost(self) -> float:
@@ -56,7 +57,7 @@ def plan(files: list[Measured], fixed: list[list[str]] = ()) -> list[list[str]]:
     for f in sorted(files, key=lambda m: m.name):
         if f.name in taken:
             continue
-        if f.cost >= alone_at() or f.crashed:  # a crash would end its pack's other files
+        if f.cost >= alone_at() or f.alone:  # e.g. a crash would end its pack's other files
             groups.append([f.name])
             continue
         packs = open_packs.setdefault(f.kind, [])

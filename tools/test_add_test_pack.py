@@ -37,7 +37,7 @@ def test_files_of_other_variants_are_not_packed_together():
 
 def test_a_file_whose_run_crashed_runs_alone():
     # pytest's INTERNALERROR ends the process: in a pack, the other files' cases never run.
-    crashed = Measured("test_c.py", LIMIT / 10, 5, 5, CPU, crashed=True)
+    crashed = Measured("test_c.py", LIMIT / 10, 5, 5, CPU, alone=True)
     assert add_test_pack.plan([cheap("test_a.py"), crashed, cheap("test_d.py")]) == [
         ["test_a.py", "test_d.py"],
         ["test_c.py"],
