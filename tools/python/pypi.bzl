@@ -131,7 +131,6 @@ def _pypi_repository_impl(ctx):
         _install_lock(ctx, python, lock)
         extra = ["--nodeps={}".format(ctx.path(ctx.attr.nodeps))]
         extra.append("--content-fingerprint={}".format(_interpreter_fingerprint(ctx, python)))
-    ctx.path(_LOCK_MODULE)
     _run(
         ctx,
         "generating @{} (tools/python/generate_build.py)".format(ctx.name),
