@@ -22,7 +22,7 @@ carries the JUnit property expectations.DECLARED_PROPERTY.
 Not applicable (a test for hardware no variant offers, read from torch's decorators by
 tools/runner/session/upstream_decorators.py): a test the session plugin placed so (the stash
 key NOT_APPLICABLE: no marker a test author can write) and skipped at setup with a reason
-starting NOT_APPLICABLE_PREFIX is accepted and carries the JUnit property
+starting record.NOT_APPLICABLE_PREFIX is accepted and carries the JUnit property
 NOT_APPLICABLE_PROPERTY; no other skip is.
 """
 
@@ -32,7 +32,6 @@ from tools.results import record
 from tools.runner.session import expectations
 
 NOT_APPLICABLE = pytest.StashKey[str]()
-NOT_APPLICABLE_PREFIX = record.NOT_APPLICABLE_PREFIX
 NOT_APPLICABLE_PROPERTY = "torch_test.not_applicable"
 
 
@@ -125,7 +124,11 @@ class OutcomeAudit:
         nodeid = report.nodeid
         item, entry = self.items.get(nodeid), self.declared.get(nodeid)
         why = _not_applicable(item) if item is not None else None
-        if why is not None and report.when == "setup" and reason.startswith(NOT_APPLICABLE_PREFIX):
+        if (
+            why is not None
+            and report.when == "setup"
+            and reason.startswith(record.NOT_APPLICABLE_PREFIX)
+        ):
             self.accepted.append(f"{nodeid}: {reason}")
         elif entry and entry.outcome == "skip" and entry.matched(reason) is not None:
             self.accepted.append(

@@ -32,6 +32,7 @@ import sys
 import pytest
 
 from tools.hardware import probe, spec, variants
+from tools.results import record
 from tools.runner.process import kernel_cache, memory_cap, vec_isa_memo, witness
 from tools.runner.session import (
     expectations,
@@ -170,7 +171,7 @@ def pytest_collection_finish(session):
 def pytest_runtest_setup(item):
     why = item.stash.get(outcome_audit.NOT_APPLICABLE, None)
     if why is not None:  # before fixtures: a class's setUpClass may need the missing device
-        pytest.skip(outcome_audit.NOT_APPLICABLE_PREFIX + why)
+        pytest.skip(record.NOT_APPLICABLE_PREFIX + why)
     for feature in sorted(requirements(item).features):
         lacking = probe.lacks(feature)
         if lacking:
