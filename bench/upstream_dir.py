@@ -345,7 +345,8 @@ def main() -> int:
         save(bazel_wall=bazel_wall, bazel_code=bazel_code)
     # A stanza's `args` (add_test's, for a file whose default run crashed pytest) are how the
     # target runs the file: plain pytest is compared as run with them too.
-    with_args = stanza_args(packages, args.dirs)
+    built = {package: stanzas(package) for package in packages}  # {package: its stanzas}
+    with_args = stanza_args(built, args.dirs)
     args_dir = work / "plain_with_args"
     again = [p for p in with_args if not (args.resume and (args_dir / _xml_name(p)).is_file())]
     plain_pytest(again, args.venv, args_dir, args.jobs, with_args)
@@ -369,7 +370,7 @@ def main() -> int:
     )
     pairs = []
     for package in packages:
-        declared = stanzas(package)
+        declared = built[package]
         for label in sorted(walls):
             if not label.startswith(f"//{PACKAGE}/{package.name}:"):
                 continue
@@ -426,11 +427,12 @@ def stanzas(package: pathlib.Path) -> dict[str, dict]:
     return {b.value.get("name"): b.value for _, _, b in add_test_dir.read_build(build)[1]}
 
 
-def stanza_args(packages: list[pathlib.Path], dirs: list[pathlib.Path]) -> dict:
-    """{file of DIR: the pytest arguments its stanza passes}, for files whose stanza has some."""
+def stanza_args(built: dict[pathlib.Path, dict], dirs: list[pathlib.Path]) -> dict:
+    """{file of DIR: the pytest arguments its stanza passes}, for files whose stanza has some;
+    `built`: {package: its stanzas}, the packages in the order of `dirs`."""
     found = {}
-    for package, directory in zip(packages, dirs, strict=True):
-        for name, arguments in stanzas(package).items():
+    for declared, directory in zip(built.values(), dirs, strict=True):
+        for name, arguments in declared.items():
             if arguments.get("args") and "srcs" not in arguments:
                 found[directory / f"{name}.py"] = list(arguments["args"])
     return found
