@@ -1,13 +1,17 @@
 """What a runner costs a target, one checkout's against another's, side by side, alternating.
 
     python3 bench/runner_cost.py --before /path/to/old/checkout [--tests 300] [--runs 3]
+        [--shape cases|tiny] [--plain]
 
 Runs tools/runner/pytest_runner.py of this checkout ("this") and of the `--before` checkout
-(e.g. a `git worktree add` of an earlier commit) on one generated source of
-`--tests` trivial cases (functions, parametrized cases and unittest methods) that imports torch,
-as a target does, alternating the two `--runs` times, and prints a markdown table of each
-runner's wall and CPU seconds (its process tree's, from wait4) and their medians. Run it with
-the interpreter of the tests (e.g. the pinned @pypi's, or a venv with the pinned lock).
+(e.g. a `git worktree add` of an earlier commit) on one generated source, alternating the two
+`--runs` times, and prints a markdown table of each runner's wall and CPU seconds (its process
+tree's, from wait4) and their medians. The source: `--tests` trivial cases (functions,
+parametrized cases and unittest methods) that import torch, as a target does (`--shape cases`),
+or one file of bench/scale.py's `tiny` shape (three dynamo compiles). `--plain` adds a third
+row: one plain `pytest` process on the same file, no runner (the floor of a process per file).
+Run it with the interpreter of the tests (e.g. the pinned @pypi's, or a venv with the pinned
+lock).
 """
 
 import argparse
@@ -51,7 +55,17 @@ def source(tests: int) -> str:
     return SOURCE.format(third=third, functions=functions, methods=methods)
 
 
-def run_once(tree: pathlib.Path, test_file: pathlib.Path, workdir: pathlib.Path) -> tuple:
+def scale_tiny() -> str:
+    sys.path.insert(0, str(HERE))
+    from bench import scale
+
+    return scale.TINY.format(k=3)
+
+
+PLAIN = "plain pytest"
+
+
+def run_once(tree: pathlib.Path | str, test_file: pathlib.Path, workdir: pathlib.Path) -> tuple:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -62,13 +76,18 @@ def run_once(tree: pathlib.Path, test_file: pathlib.Path, workdir: pathlib.Path)
         TEST_TMPDIR=str(workdir / "tmp"),
         XML_OUTPUT_FILE=str(workdir / "test.xml"),
         TEST_TARGET="//bench:runner_cost",
-        PYTHONPATH=str(tree),
+        PYTHONPATH=str(HERE if tree == PLAIN else tree),
         PYTHONDONTWRITEBYTECODE="1",
+        TORCHINDUCTOR_CACHE_DIR=str(workdir / "inductor"),  # cold, as a fresh target's
     )
+    if tree == PLAIN:
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)]
+    else:
+        command = [sys.executable, str(tree / "tools/runner/pytest_runner.py"), str(test_file)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, str(tree / "tools/runner/pytest_runner.py"), str(test_file)],
+        command,
         env=env,
         cwd=test_file.parent,
         capture_output=True,
@@ -87,17 +106,22 @@ def main() -> int:
     parser.add_argument("--before", type=pathlib.Path, required=True)
     parser.add_argument("--tests", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--shape", choices=("cases", "tiny"), default="cases")
+    parser.add_argument("--plain", action="store_true")
     args = parser.parse_args()
     trees = {"before": args.before.resolve(), "this": HERE}
+    if args.plain:
+        trees[PLAIN] = PLAIN
     samples = {name: [] for name in trees}
     with tempfile.TemporaryDirectory() as scratch:
         test_file = pathlib.Path(scratch) / "test_many.py"
-        test_file.write_text(source(args.tests))
+        test_file.write_text(source(args.tests) if args.shape == "cases" else scale_tiny())
         for _ in range(args.runs):
             for name, tree in trees.items():
                 work = pathlib.Path(tempfile.mkdtemp(dir=scratch))
                 samples[name].append(run_once(tree, test_file, work))
-    print(f"{args.tests} cases, {args.runs} runs each, alternating; {sys.executable}\n")
+    what = f"{args.tests} cases" if args.shape == "cases" else "scale.py's tiny shape"
+    print(f"{what}, {args.runs} runs each, alternating; {sys.executable}\n")
     print("| runner | wall s (runs) | median wall s | CPU s (runs) | median CPU s |")
     print("| --- | --- | ---: | --- | ---: |")
     for name, runs in samples.items():

@@ -10,16 +10,17 @@ thread budget as plugins; it dies with the runner, dumps every thread's stack on
 timeout SIGTERM, then interrupts the tests so the multi-process harness kills its ranks.
 --inventory collects the sources apart from the tests' own configuration and runs nothing
 (inventory.py). The runner (tools/runner/pytest_runner.py) judges what both leave behind.
+Both end without the interpreter's teardown (`exit_without_teardown`).
 
 --fork-inventory: one torch import serves both. The test process imports pytest and torch (where
 the sources import it or the test library), nothing of the target's yet, then forks the
-inventory: the fork has loaded
-no conftest, plugin, argument or test module of the target, so what it collects is as
-independent of the tests' configuration as a process of its own, for the price of none. The
-runner asks for it where it needs no other hash seed than the tests' (an unsharded target: the
-shards' stability check compares two seeds, tools/runner/collection.py).
+inventory: the fork has loaded no conftest, plugin, argument or test module of the target, so
+what it collects is as independent of the tests' configuration as a process of its own, for the
+price of none. The runner asks for it where it needs no other hash seed than the tests' (an
+unsharded target: the shards' stability check compares two seeds, tools/runner/collection.py).
 """
 
+import contextlib
 import faulthandler
 import importlib.util
 import json
@@ -258,5 +259,23 @@ def main(argv: list[str]) -> int:
     return 2
 
 
+def exit_without_teardown(code: int) -> None:
+    """Ends this process the way Python's own exit does, less the interpreter's teardown: waits
+    for the non-daemon threads the tests left, runs the `atexit` handlers (the tests', torch's,
+    logging's), flushes, then exits. The teardown frees every module's objects one by one and
+    runs torch's C++ destructors: about a second of CPU per process with torch and dynamo
+    loaded, more than all the runner adds to a small target (bench/runner_cost.py --shape tiny),
+    for nothing a test can observe: the session has ended and its ledger says so."""
+    import atexit
+    import threading
+
+    threading._shutdown()  # what Py_FinalizeEx does first: join the non-daemon threads
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    exit_without_teardown(main(sys.argv[1:]))

@@ -114,3 +114,40 @@ def test_live_runners_private_tmp_is_kept(tmp_path):
         assert private_tmp.remove_stale(str(tmp_path)) == [str(stale)]
         assert os.path.isdir(live)
     assert not os.path.exists(live)
+
+
+LEAVES_WORK_FOR_THE_EXIT = """
+    import atexit, pathlib, threading, time
+
+    OUT = pathlib.Path({out!r})
+
+
+    class FreedAtTeardown:
+        def __del__(self):
+            (OUT / "teardown").write_text("ran")
+
+
+    KEPT = FreedAtTeardown()  # a module's global: only the interpreter's teardown frees it
+    atexit.register(lambda: (OUT / "atexit").write_text("ran"))
+
+
+    def _late():
+        time.sleep(0.5)
+        (OUT / "thread").write_text("ran")
+
+
+    def test_starts_a_thread_it_does_not_join():
+        threading.Thread(target=_late).start()  # not a daemon: Python's exit waits for it
+"""
+
+
+def test_the_test_process_exits_as_python_does_less_the_teardown(tmp_path):
+    """The session's process waits for the threads a test left and runs its atexit handlers,
+    as Python's exit does, then skips the interpreter's teardown (child.exit_without_teardown):
+    seconds of CPU per target with torch loaded that no test can observe."""
+    out = tmp_path / "out"
+    out.mkdir()
+    test_file = write_tests(tmp_path, LEAVES_WORK_FOR_THE_EXIT.format(out=str(out)))
+    result = run_runner(test_file, bazel_env(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["atexit", "thread"]
