@@ -62,10 +62,17 @@ def scale_tiny() -> str:
     return scale.TINY.format(k=3)
 
 
-PLAIN = "plain pytest"
+def runner(tree: pathlib.Path) -> tuple[list[str], pathlib.Path]:
+    """A row's (command less the test file, PYTHONPATH): `tree`'s runner."""
+    return [sys.executable, str(tree / "tools/runner/pytest_runner.py")], tree
 
 
-def run_once(tree: pathlib.Path | str, test_file: pathlib.Path, workdir: pathlib.Path) -> tuple:
+# The floor of a process per file: pytest alone, no runner.
+PLAIN = ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], HERE)
+
+
+def run_once(row: tuple, test_file: pathlib.Path, workdir: pathlib.Path) -> tuple:
+    command, pythonpath = row
     env = {
         k: v
         for k, v in os.environ.items()
@@ -76,18 +83,14 @@ def run_once(tree: pathlib.Path | str, test_file: pathlib.Path, workdir: pathlib
         TEST_TMPDIR=str(workdir / "tmp"),
         XML_OUTPUT_FILE=str(workdir / "test.xml"),
         TEST_TARGET="//bench:runner_cost",
-        PYTHONPATH=str(HERE if tree == PLAIN else tree),
+        PYTHONPATH=str(pythonpath),
         PYTHONDONTWRITEBYTECODE="1",
         TORCHINDUCTOR_CACHE_DIR=str(workdir / "inductor"),  # cold, as a fresh target's
     )
-    if tree == PLAIN:
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)]
-    else:
-        command = [sys.executable, str(tree / "tools/runner/pytest_runner.py"), str(test_file)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     proc = subprocess.run(
-        command,
+        [*command, str(test_file)],
         env=env,
         cwd=test_file.parent,
         capture_output=True,
@@ -97,7 +100,7 @@ def run_once(tree: pathlib.Path | str, test_file: pathlib.Path, workdir: pathlib
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
-        raise SystemExit(f"{tree}: the runner failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        raise SystemExit(f"{command}: the run failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return wall, cpu
 
 
@@ -109,17 +112,17 @@ def main() -> int:
     parser.add_argument("--shape", choices=("cases", "tiny"), default="cases")
     parser.add_argument("--plain", action="store_true")
     args = parser.parse_args()
-    trees = {"before": args.before.resolve(), "this": HERE}
+    rows = {"before": runner(args.before.resolve()), "this": runner(HERE)}
     if args.plain:
-        trees[PLAIN] = PLAIN
-    samples = {name: [] for name in trees}
+        rows["plain pytest"] = PLAIN
+    samples = {name: [] for name in rows}
     with tempfile.TemporaryDirectory() as scratch:
         test_file = pathlib.Path(scratch) / "test_many.py"
         test_file.write_text(source(args.tests) if args.shape == "cases" else scale_tiny())
         for _ in range(args.runs):
-            for name, tree in trees.items():
+            for name, row in rows.items():
                 work = pathlib.Path(tempfile.mkdtemp(dir=scratch))
-                samples[name].append(run_once(tree, test_file, work))
+                samples[name].append(run_once(row, test_file, work))
     what = f"{args.tests} cases" if args.shape == "cases" else "scale.py's tiny shape"
     print(f"{what}, {args.runs} runs each, alternating; {sys.executable}\n")
     print("| runner | wall s (runs) | median wall s | CPU s (runs) | median CPU s |")
