@@ -12,14 +12,16 @@ so a fresh clone whose python3 has no torch works. The child (tools/add_test_col
 the GPUs, as the cpu variant does, loads the variant plugin, and reports every case's variant
 and features (our markers and torch's own decorators,
 tools/runner/session/upstream_decorators.py), the
-modules the file loaded, and (unless --no-run) the skips of the cases this host runs.
+modules the file loaded, and (unless --no-run) the skips of the cases this host runs. On a host
+with GPUs, the cases of each GPU variant it has enough GPUs for run too, in a child of that
+variant's environment, one such child at a time (no two measuring runs share a GPU).
 Prints:
   - the stanza: variants, nccl / triton, deps (tools/add_test_deps.py: from the modules loaded;
     every label exists in @pypi's manifest or a BUILD file), expectations when cases skipped;
   - per variant, the cases that land there;
-  - what the cpu cases did (unless --no-run), as expectations entries to review: skips with
-    their reason, failures as `fail` entries with `proposed = true` (the runner refuses one
-    until a person removes that line); expected failures that failed need none;
+  - what the cases did (unless --no-run), as expectations entries of their variant to review:
+    skips with their reason, failures as `fail` entries with `proposed = true` (the runner
+    refuses one until a person removes that line); expected failures that failed need none;
   - plainly, when the file cannot be collected on this host, or defines tests nothing collects.
 Exit status 1 when the file cannot be collected here (the stanza would be a guess).
 """
@@ -39,14 +41,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as `python3 tools/add_test.py` from any directory
 
 from tools import add_test_collect, add_test_deps  # noqa: E402
-from tools.hardware import envvars, probe, variants  # noqa: E402
+from tools.hardware import envvars, probe, spec, table, variants  # noqa: E402
 from tools.python import host_mode  # noqa: E402
 from tools.runner import collection  # noqa: E402
 from tools.runner.session import expectations  # noqa: E402
 
 COLLECTOR = ROOT / "tools" / "add_test_collect.py"
-# As the cpu variant's environment (CPU_ENV in tools/build_defs/variants.bzl) hides them.
-_HIDDEN_GPUS = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
 
 
 @dataclasses.dataclass
@@ -70,7 +70,7 @@ class Environment:
 
 def _environment_at(repo: pathlib.Path) -> Environment:
     manifest = json.loads((repo / "manifest.json").read_text())
-    mode = "host interpreter " + os.environ.get(envvars.PYTHON, "")
+    mode = f"host interpreter {host_mode.host_python()}"  # TORCH_TEST_PYTHON, or the setup's
     described = mode if manifest.get("mode") == "host" else "@pypi's pinned lock"
     return Environment(str(repo / "venv" / "bin" / "python3"), repo / "site", manifest, described)
 
@@ -124,25 +124,65 @@ PYTEST_CRASHED = 3
 NATIVE_TRACEBACKS = ["--tb=native"]
 
 
-def collect(path: pathlib.Path, env: Environment, run: bool) -> dict:
-    """tools/add_test_collect.py's result for `path`, in `env`. A run that pytest ended with an
-    INTERNALERROR is measured again with Python's traceback formatter; if that run ends
-    normally, its result is the file's and `pytest_args` says what the stanza must pass."""
-    result = _collect(path, env, run, [])
+def collect(
+    path: pathlib.Path, env: Environment, run: bool, variant: str = "cpu", host_gpus: int = 0
+) -> dict:
+    """tools/add_test_collect.py's result for `path`, in `env`, as `variant`'s target runs it
+    (a GPU variant's on a host of `host_gpus`). A run that pytest ended with an INTERNALERROR
+    is measured again with Python's traceback formatter; if that run ends normally, its result
+    is the file's and `pytest_args` says what the stanza must pass."""
+    result = _collect(path, env, run, [], variant, host_gpus)
     if run and result.get("exit") == PYTEST_CRASHED:
-        again = _collect(path, env, run, NATIVE_TRACEBACKS)
+        again = _collect(path, env, run, NATIVE_TRACEBACKS, variant, host_gpus)
         if again.get("exit") != PYTEST_CRASHED:
             again["crashed_with_defaults"] = {"started": result["started"], "exit": result["exit"]}
             return again
     return result
 
 
-def _collect(path: pathlib.Path, env: Environment, run: bool, pytest_args: list[str]) -> dict:
+def gpu_variants_here(placed: dict[str, list], host_gpus: int) -> list[str]:
+    """The GPU variants `placed` uses that a host of `host_gpus` GPUs can run, table order."""
+    used = {p[0] for p in placed.values()}
+    return [v for v in variants.VARIANTS if v in used and 0 < variants.gpus_needed(v) <= host_gpus]
+
+
+def measure_gpu_variants(path: pathlib.Path, env: Environment, result: dict, host_gpus: int):
+    """Runs the cases of each GPU variant of `result` (the cpu run's) a host of `host_gpus`
+    can run, one variant after another; their results go in result["gpu_runs"] by variant, and
+    what kept one from being had in result["gpu_errors"]."""
+    for variant in gpu_variants_here(result["placed"], host_gpus):
+        try:
+            result.setdefault("gpu_runs", {})[variant] = collect(
+                path, env, True, variant, host_gpus
+            )
+        except SystemExit as error:  # the child's output: no result line
+            result.setdefault("gpu_errors", {})[variant] = str(error)
+    return result
+
+
+def _collect(
+    path: pathlib.Path,
+    env: Environment,
+    run: bool,
+    pytest_args: list[str],
+    variant: str = "cpu",
+    host_gpus: int = 0,
+) -> dict:
     child_env = {k: v for k, v in os.environ.items() if not k.startswith(envvars.PREFIX)}
     entries = [str(ROOT), *([str(env.site)] if env.site and env.site.is_dir() else [])]
     entries += filter(None, [child_env.get("PYTHONPATH")])
+    # The variant's environment from the table (the cpu variant's hides the GPUs); a GPU
+    # variant's child is told its variant and the host's GPUs, as its target's processes are,
+    # and drops the cpu variant's hiding where add_test inherited it (run in a cpu target).
+    variant_envs = {name: v["env"] for name, v in table.table()["VARIANTS"].items()}
+    child_env.update(variant_envs[variant])
+    if variant != "cpu":
+        for key, hidden in variant_envs["cpu"].items():
+            if child_env.get(key) == hidden and key not in variant_envs[variant]:
+                del child_env[key]
+        child_env.update(spec.Spec(variant=variant).env())
+        child_env[envvars.HOST_GPUS] = str(host_gpus)
     child_env.update(
-        _HIDDEN_GPUS,
         PYTHONPATH=os.pathsep.join(entries),
         PYTHONDONTWRITEBYTECODE="1",
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
@@ -275,17 +315,34 @@ def _fail_match(seen: dict) -> tuple[str | None, str]:
     return match, ""
 
 
+def measured_runs(result: dict) -> list[tuple[str, dict]]:
+    """(variant, its run's result): the cpu run, then each GPU variant's (measure_gpu_variants)."""
+    return [("cpu", result), *result.get("gpu_runs", {}).items()]
+
+
 def proposals(path: pathlib.Path, result: dict) -> Proposals:
-    """Entries for the measured outcomes of `result` (tools/add_test_collect.py, --run): each
-    skip with torch's own reason; each failure as a `fail` entry whose match is the literal
-    start of its first failure, `proposed = true` so that a person decides; none for a case
-    that failed as it expected to (xfail, unittest.expectedFailure)."""
+    """Entries for the measured outcomes of `result` (tools/add_test_collect.py, --run) and of
+    its GPU variants' runs, each entry for its variant: each skip with torch's own reason; each
+    failure as a `fail` entry whose match is the literal start of its first failure,
+    `proposed = true` so that a person decides; none for a case that failed as it expected to
+    (xfail, unittest.expectedFailure)."""
     entries, notes = [], []
+    for variant, run in measured_runs(result):
+        _propose(path, run, variant, entries, notes)
+    for variant, error in result.get("gpu_errors", {}).items():
+        last = (error.strip().splitlines() or ["?"])[-1]
+        notes.append(f"the {variant} cases could not be measured on this host: {last}")
+    return Proposals(entries, notes)
+
+
+def _propose(path: pathlib.Path, result: dict, variant: str, entries: list, notes: list) -> None:
+    """proposals() for one variant's run."""
+    shown = "" if variant == "cpu" else f" [{variant}]"
     for nodeid, reason in result.get("skips", []):
         literal = stable_prefix(reason)
         test = _local(path, nodeid)
         if not _long_enough(literal):
-            notes.append(f"{test}: skipped ({reason!r}), a reason too short to declare")
+            notes.append(f"{test}{shown}: skipped ({reason!r}), a reason too short to declare")
             continue
         entries.append(
             {
@@ -293,7 +350,7 @@ def proposals(path: pathlib.Path, result: dict) -> Proposals:
                 "outcome": "skip",
                 "reason": literal,
                 "match": literal,
-                "variants": ["cpu"],
+                "variants": [variant],
             }
         )
     torch = f"torch {result['torch']}" if result.get("torch") else "this torch"
@@ -301,28 +358,27 @@ def proposals(path: pathlib.Path, result: dict) -> Proposals:
         test = _local(path, nodeid)
         match, why = _fail_match(first)
         if match is None:
-            notes.append(f"{test}: fails with {why}")
+            notes.append(f"{test}{shown}: fails with {why}")
             continue
         entry = {
             "test": test,
             "outcome": "fail",
             "reason": f"fails on {torch} as measured by add_test",
             "match": match,
-            "variants": ["cpu"],
+            "variants": [variant],
             "proposed": True,
         }
         if later is not None:  # a teardown error after the failure (a registry left dirty)
             entry["teardown"], why = _fail_match(later)
             if entry["teardown"] is None:
-                notes.append(f"{test}: failed, then its teardown failed with {why}")
+                notes.append(f"{test}{shown}: failed, then its teardown failed with {why}")
                 continue
         entries.append(entry)
     for nodeid in result.get("xpassed", []):
         notes.append(
-            f"{_local(path, nodeid)}: expected to fail (xfail / expectedFailure) and passed; "
-            "no entry can declare that: its target fails it"
+            f"{_local(path, nodeid)}{shown}: expected to fail (xfail / expectedFailure) and "
+            "passed; no entry can declare that: its target fails it"
         )
-    return Proposals(entries, notes)
 
 
 def toml_string(text: str) -> str:
@@ -377,10 +433,26 @@ def uncollected_classes(source: str, placed: dict[str, list]) -> list[str]:
     return names
 
 
+def measured_lines(result: dict) -> list[str]:
+    """What the cases of each variant run here did, and how many GPU-variant cases did not run."""
+    lines = [
+        f"Measured on this host, {variant} cases: {len(run['skips'])} skipped, "
+        f"{len(run['fails'])} failed, {len(expected_failures(run))} failed as they expected to "
+        "(nothing to declare)"
+        for variant, run in measured_runs(result)
+    ]
+    here = {variant for variant, _ in measured_runs(result)}
+    missed = sum(1 for p in result["placed"].values() if p[0] is not None and p[0] not in here)
+    if missed:
+        lines.append(f"{missed} GPU-variant cases not run on this host")
+    return lines
+
+
 def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tuple[str, int]:
     """The printed report and the exit status."""
     placed = result["placed"]
     out = [f"# {path.name}: collected with {env.described}, GPUs hidden (as the cpu variant)"]
+    out += [f"# its {v} cases ran as the {v} target runs them" for v in result.get("gpu_runs", {})]
     if result["errors"]:
         out.append("# CANNOT BE COLLECTED ON THIS HOST: the stanza below is not measured.")
         out += ["# " + line for e in result["errors"] for line in e.splitlines()[-15:]]
@@ -402,12 +474,7 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
     out.append("# Placement (cases per variant; each variant is a target):")
     out.append(placement(placed) or "#   none")
     if ran:
-        gpu_cases = sum(1 for p in placed.values() if p[0] not in (None, "cpu"))
-        out.append(
-            f"# Measured on this host (cpu cases; {gpu_cases} GPU-variant cases not run here): "
-            f"{len(result['skips'])} skipped, {len(result['fails'])} failed, "
-            f"{len(expected_failures(result))} failed as they expected to (nothing to declare)"
-        )
+        out += [f"# {line}" for line in measured_lines(result)]
         out += [f"# {note}" for note in proposed.notes]
         if proposed.entries:
             out.append(f"# Review, then save as {path.stem}.expectations.toml beside the file:")
@@ -462,7 +529,10 @@ def main(argv: list[str]) -> int:
     path = pathlib.Path(files[0]).resolve()
     env = tests_environment()
     run = "--no-run" not in argv
-    text, status = report(path, collect(path, env, run), env, run)
+    result = collect(path, env, run)
+    if run and not result["errors"]:
+        measure_gpu_variants(path, env, result, probe.visible_gpu_count())
+    text, status = report(path, result, env, run)
     print(text)
     return status
 

@@ -3,9 +3,9 @@
     python3 tools/add_test_collect.py TEST_FILE [--run]
 
 Runs in the tests' interpreter (tools/add_test.py starts it with @pypi's environment, or the
-host interpreter in host mode) with the GPUs hidden, as the cpu variant sees them, and the
-variant plugin loaded by name as the runner loads it (tools do not import test_utils). Prints
-one line, RESULT_PREFIX + JSON:
+host interpreter in host mode) in one variant's environment (the cpu variant's, GPUs hidden,
+unless add_test asks for a GPU variant's), with the variant plugin loaded by name as the runner
+loads it (tools do not import test_utils). Prints one line, RESULT_PREFIX + JSON:
   placed      {node id: [variant, [features]]}: every collected case, selected or not
   modules     {module: file or None}: modules the file's collection loaded (not the plugin's)
   dists       {module: [distribution]}: the distribution whose RECORD lists its file
@@ -16,7 +16,7 @@ one line, RESULT_PREFIX + JSON:
               expectedFailure: tools/runner/session/inventory.expected_failure)
   torch       the torch version the file ran with (None: it imported no torch)
   seconds     what its cases took here, every phase summed (tools/add_test_pack.py's cost)
-With --run, what the cpu cases did here (others are not this variant's):
+With --run, what that variant's cases did here (others are not this variant's):
   skips       [[node id, reason]]: skipped (an expected failure that failed is no skip)
   xfails      [node id]: failed as they expected to
   xpassed     [node id]: expected to fail, and passed

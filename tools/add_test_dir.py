@@ -4,7 +4,8 @@
 
 Every `test_*.py` of DIR is collected and (unless --no-run) run once, as tools/add_test.py does
 for one file, in the tests' environment with the GPUs hidden: one process per file, N at a time
-(default: the cores), with no Bazel command unless @pypi was never fetched. Then it writes:
+(default: the cores), with no Bazel command unless @pypi was never fetched. On a host with GPUs,
+the cases of each GPU variant it has the GPUs for then run, one file at a time. Then it writes:
   - DIR/BUILD.bazel: one torch_test per file that could be collected (add_test.stanza);
   - DIR/test_x.expectations.toml: the measured outcomes (add_test.proposals): skips with their
     reason, failures as `fail` entries with `proposed = true`, which the runner refuses until a
@@ -30,6 +31,7 @@ import sys
 import tomllib
 
 from tools import add_test, add_test_deps, add_test_pack
+from tools.hardware import probe
 
 MARKER = "# add_test: generated "
 _MARKER_LINE = re.compile(r"^# add_test: generated ([0-9a-f]{12})$")
@@ -56,8 +58,10 @@ def test_files(directory: pathlib.Path) -> list[pathlib.Path]:
     return sorted(p for p in directory.glob("test_*.py") if p.is_file())
 
 
-def measure(files, env, run: bool, jobs: int) -> dict:
-    """{file: its collection result, or the text of why it could not be had}, `jobs` at once."""
+def measure(files, env, run: bool, jobs: int, gpus: int | None = None) -> dict:
+    """{file: its collection result, or the text of why it could not be had}, `jobs` at once;
+    then the cases of the GPU variants a host of `gpus` GPUs (default: those this process may
+    use) can run."""
 
     def one(path):
         try:
@@ -66,7 +70,13 @@ def measure(files, env, run: bool, jobs: int) -> dict:
             return str(error)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return dict(zip(files, pool.map(one, files), strict=True))
+        results = dict(zip(files, pool.map(one, files), strict=True))
+    if run:  # a file's GPU variants after every cpu run, one file at a time: none share a GPU
+        gpus = probe.visible_gpu_count() if gpus is None else gpus
+        for path, result in results.items():
+            if not isinstance(result, str) and not result["errors"]:
+                add_test.measure_gpu_variants(path, env, result, gpus)
+    return results
 
 
 # ---- blocks of a file: what add_test wrote (a marker and its digest) and everything else
@@ -335,11 +345,13 @@ def _result_line(path: pathlib.Path, result: dict, proposed, ran: bool) -> str:
     for variant, _ in placed.values():
         counts[variant or "no variant"] = counts.get(variant or "no variant", 0) + 1
     line = f"{path.name}: " + (" ".join(f"{v}={n}" for v, n in counts.items()) or "no cases")
-    if ran:
-        fails = sum(1 for e in proposed.entries if e["outcome"] == "fail")
+    for variant, run in add_test.measured_runs(result) if ran else []:
+        fails = sum(
+            1 for e in proposed.entries if e["outcome"] == "fail" and e["variants"] == [variant]
+        )
         line += (
-            f"; cpu cases measured: {len(result['skips'])} skipped, {fails} failed (proposed), "
-            f"{len(add_test.expected_failures(result))} failed as expected"
+            f"; {variant} cases measured: {len(run['skips'])} skipped, {fails} failed (proposed), "
+            f"{len(add_test.expected_failures(run))} failed as expected"
         )
     return line
 
@@ -350,7 +362,7 @@ class Measured:
 
     path: pathlib.Path
     result: dict
-    entries: list[dict]  # the proposed expectations entries of its cpu cases
+    entries: list[dict]  # the proposed expectations entries of the cases measured here
     deps: list[str]
 
 
@@ -484,7 +496,10 @@ def main(argv: list[str]) -> int:
     if not files:
         raise SystemExit(f"{directory}: no test_*.py files")
     env = add_test.tests_environment()
-    print(f"# {directory}: {len(files)} files, {jobs} at a time, with {env.described}, GPUs hidden")
+    print(
+        f"# {directory}: {len(files)} files, {jobs} at a time, with {env.described}, GPUs hidden"
+        f"; then the GPU variants {probe.visible_gpu_count()} GPU(s) can run, a file at a time"
+    )
     said, status = write(directory, measure(files, env, run, jobs), env, run)
     print("\n".join(said))
     return status

@@ -110,6 +110,65 @@ def test_measured_skips_and_lost_classes_are_reported(tmp_path):
     assert 'match = "needs a widget (none here)"' in text
 
 
+GPU_ONLY = """
+import unittest
+
+from test_utils.hardware import requires_gpus
+
+
+class TestOnGpu(unittest.TestCase):
+    @requires_gpus(1)
+    def test_gpu_fails_here(self):
+        raise ValueError("the gpu variant's case fails on this host")
+
+    @requires_gpus(1)
+    @unittest.skip("needs a gpu widget (none here)")
+    def test_gpu_skips(self):
+        pass
+
+    def test_on_cpu(self):
+        pass
+"""
+
+
+def test_a_gpu_hosts_gpu_cases_are_measured_and_proposed_for_their_variant(tmp_path):
+    path = tmp_path / "test_gpu_only.py"
+    path.write_text(GPU_ONLY)
+    env = add_test.Environment.of_this_interpreter()
+    result = add_test.collect(path, env, run=True)
+    # Without GPUs: the cpu case alone runs, and nothing is proposed for the gpu ones.
+    text, _ = add_test.report(path, result, env, ran=True)
+    assert "# 2 GPU-variant cases not run on this host" in text
+    assert "[[expect]]" not in text
+
+    # On a host of one GPU (as told; these cases need none), the gpu variant's own child runs
+    # its cases, and each outcome is proposed for that variant alone.
+    add_test.measure_gpu_variants(path, env, result, host_gpus=1)
+    text, status = add_test.report(path, result, env, ran=True)
+    assert status == 0
+    assert "GPU-variant cases not run" not in text
+    assert "# Measured on this host, gpu cases: 1 skipped, 1 failed" in text
+    entries = {e["test"]: e for e in add_test.proposals(path, result).entries}
+    assert entries == {
+        "test_gpu_only.py::TestOnGpu::test_gpu_skips": {
+            "test": "test_gpu_only.py::TestOnGpu::test_gpu_skips",
+            "outcome": "skip",
+            "reason": "needs a gpu widget (none here)",
+            "match": "needs a gpu widget (none here)",
+            "variants": ["gpu"],
+        },
+        "test_gpu_only.py::TestOnGpu::test_gpu_fails_here": {
+            "test": "test_gpu_only.py::TestOnGpu::test_gpu_fails_here",
+            "outcome": "fail",
+            "reason": "fails on this torch as measured by add_test",
+            "match": "ValueError: the gpu variant's case fails on this host",
+            "variants": ["gpu"],
+            "proposed": True,
+        },
+    }
+    assert 'expectations = "test_gpu_only.expectations.toml"' in text
+
+
 def test_a_file_that_cannot_be_collected_here_is_said_so(tmp_path):
     path = tmp_path / "test_needs_accelerator.py"
     # A GPU at import: no build of torch has one where the cpu variant hides them (a CPU build

@@ -63,7 +63,8 @@ def measured(tmp_path_factory):
     (directory / "test_shapes.py").write_text(SHAPES)
     (directory / "test_plain.py").write_text(PLAIN)
     files = add_test_dir.test_files(directory)
-    return directory, add_test_dir.measure(files, _environment(), run=True, jobs=2)
+    # As on a host without GPUs, wherever this test runs: its GPU case is not measured.
+    return directory, add_test_dir.measure(files, _environment(), run=True, jobs=2, gpus=0)
 
 
 def test_a_directory_is_written_in_one_command(measured):
@@ -120,6 +121,43 @@ def test_an_expected_failure_is_no_skip(measured):
     result = results[directory / "test_shapes.py"]
     assert [n for n, _ in result["skips"]] == ["test_shapes.py::TestShapes::test_needs_a_widget"]
     assert result["xfails"] == ["test_shapes.py::TestShapes::test_known_to_fail"]
+
+
+ON_A_GPU = """
+import unittest
+
+from test_utils.hardware import requires_gpus
+
+
+class TestOnAGpu(unittest.TestCase):
+    @requires_gpus(1)
+    def test_breaks_on_the_gpu(self):
+        raise ValueError("the gpu case's widget count is wrong")
+
+    def test_on_cpu(self):
+        pass
+"""
+
+
+def test_on_a_gpu_host_the_gpu_cases_are_measured_and_written_for_their_variant(tmp_path):
+    directory = tmp_path / "gpu_dir"
+    directory.mkdir()
+    (directory / "test_on_a_gpu.py").write_text(ON_A_GPU)
+    files = add_test_dir.test_files(directory)
+    # One GPU, as told (the case needs none): its gpu variant runs after the cpu one.
+    results = add_test_dir.measure(files, _environment(), run=True, jobs=1, gpus=1)
+    said, status = add_test_dir.write(directory, results, _environment(), ran=True)
+    assert status == 0, said
+    line = said[0]
+    assert "cpu cases measured: 0 skipped, 0 failed (proposed)" in line
+    assert "gpu cases measured: 0 skipped, 1 failed (proposed)" in line
+    toml = directory / "test_on_a_gpu.expectations.toml"
+    (entry,) = tomllib.loads(toml.read_text())["expect"]
+    assert entry["variants"] == ["gpu"] and entry["proposed"] is True
+    assert entry["match"] == "ValueError: the gpu case's widget count is wrong"
+    toml.write_text(toml.read_text().replace("proposed = true\n", ""))
+    (confirmed,) = expectations.load(str(toml), ["cpu", "gpu"])
+    assert confirmed.variants == ("gpu",)
 
 
 # ---- the merges, on their own
