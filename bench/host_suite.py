@@ -261,12 +261,19 @@ def pytest_command(python: str) -> list[str]:
     ]
 
 
-def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: str):
-    """One plain pytest process, as `label`'s variant runs it: (process, wall, summary line)."""
+def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: str, extra=None):
+    """One plain pytest process, as `label`'s variant runs it (`extra`: more environment):
+    (process, wall, summary line)."""
     source, variant = variant_of(label)
     caches = KERNEL_CACHE / "pytest"  # bytecode here, compiled once (bench/plain_env.py)
     env = plain_env.plain_pytest_env(
-        variant, str(ROOT), caches, python, kernels=kernels, declared_variants=declared[source]
+        variant,
+        str(ROOT),
+        caches,
+        python,
+        kernels=kernels,
+        declared_variants=declared[source],
+        **(extra or {}),
     )
     cmd = pytest_command(python)
     proc, wall = timed([*cmd, *args], env=env)
