@@ -465,9 +465,7 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
         out.append("# NO TEST CASES: pytest collects nothing from this file.")
     deps = add_test_deps.labels_for(result, path, ROOT, env.manifest)
     proposed = proposals(path, result)
-    out.append(
-        stanza(path, placed, deps.labels, bool(proposed.entries), args=result.get("pytest_args"))
-    )
+    out.append(stanza(path, placed, deps.labels, bool(proposed.entries), args=stanza_args(result)))
     if ran and not result["errors"]:
         out += [f"# {line}" for line in crash_notes(result)]
     out += [f"# deps: {note}" for note in deps.notes]
@@ -482,15 +480,32 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
     return "\n".join(out), 1 if result["errors"] else 0
 
 
+def stanza_args(result: dict) -> list[str]:
+    """The pytest arguments the stanza passes: those a measuring run of any variant needed
+    (collect's `pytest_args`; a stanza's args reach every variant's target)."""
+    return next((r["pytest_args"] for _, r in measured_runs(result) if r.get("pytest_args")), [])
+
+
 def runs_alone(result: dict) -> bool:
-    """Whether a measured file needs a target of its own: its run did not end normally (in a
-    pack, the process it ends would take the other files' cases with it), or it runs only with
-    pytest arguments of its own (collect's `pytest_args`)."""
-    return result.get("exit", 0) not in ENDED_NORMALLY or bool(result.get("pytest_args"))
+    """Whether a measured file needs a target of its own: a run of one of its variants did not
+    end normally (in a pack, the process it ends would take the other files' cases with it), or
+    it runs only with pytest arguments of its own (stanza_args)."""
+    ended = all(r.get("exit", 0) in ENDED_NORMALLY for _, r in measured_runs(result))
+    return not ended or bool(stanza_args(result))
 
 
 def crash_notes(result: dict) -> list[str]:
-    """What a reader of the stanza must know of a measuring run that did not end normally."""
+    """What a reader of the stanza must know of a measuring run that did not end normally, the
+    cpu variant's or a GPU variant's."""
+    notes = []
+    for variant, run in measured_runs(result):
+        shown = "" if variant == "cpu" else f"the {variant} cases' run: "
+        notes += [shown + line for line in _crash_notes(run)]
+    return notes
+
+
+def _crash_notes(result: dict) -> list[str]:
+    """crash_notes() of one variant's run."""
     if result.get("crashed_with_defaults"):
         crash = result["crashed_with_defaults"]
         return [

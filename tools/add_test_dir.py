@@ -465,7 +465,7 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
         written.add(toml.name)
         placed = {n: p for m in members for n, p in m.result["placed"].items()}
         deps = sorted({d for m in members for d in m.deps}, key=lambda d: (d.startswith("@"), d))
-        args = members[0].result.get("pytest_args") if not packed else None
+        args = add_test.stanza_args(members[0].result) if not packed else None
         stanzas[key] = add_test.stanza(
             directory / f"{stem}.py", placed, deps, toml.is_file(), group if packed else None, args
         )

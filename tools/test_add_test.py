@@ -169,6 +169,25 @@ def test_a_gpu_hosts_gpu_cases_are_measured_and_proposed_for_their_variant(tmp_p
     assert 'expectations = "test_gpu_only.expectations.toml"' in text
 
 
+def test_a_gpu_variants_abnormal_run_is_said_and_its_file_runs_alone():
+    placed = {"test_x.py::test_cpu": ["cpu", []], "test_x.py::test_gpu": ["gpu", []]}
+    result = {"placed": placed, "exit": 0, "pytest_args": []}
+    assert add_test.crash_notes(result) == [] and not add_test.runs_alone(result)
+    # The gpu variant's run ended with a signal's status after its first case.
+    result["gpu_runs"] = {"gpu": {"placed": placed, "exit": 139, "started": 1, "pytest_args": []}}
+    (note,) = add_test.crash_notes(result)
+    assert note.startswith("the gpu cases' run: PYTEST ENDED ABNORMALLY (exit status 139)")
+    assert add_test.runs_alone(result)
+    # Its run crashed pytest and ran to its end with Python's tracebacks: the stanza passes them.
+    result["gpu_runs"]["gpu"].update(
+        exit=1,
+        started=1,
+        pytest_args=["--tb=native"],
+        crashed_with_defaults={"started": 0, "exit": 3},
+    )
+    assert add_test.stanza_args(result) == ["--tb=native"] and add_test.runs_alone(result)
+
+
 def test_a_file_that_cannot_be_collected_here_is_said_so(tmp_path):
     path = tmp_path / "test_needs_accelerator.py"
     # A GPU at import: no build of torch has one where the cpu variant hides them (a CPU build
