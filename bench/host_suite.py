@@ -31,7 +31,9 @@ RESULTS_DIR/host_suite.md (default bench/results):
            such a case costs at least, whatever else it runs: its interpreter start,
            imports, collection and its first compile's per-process work (on the torch 2.11
            image mostly inductor's vector-ISA check), which plain pytest pays once per file,
-           inside whichever case compiles first, and each Bazel shard pays again
+           inside whichever case compiles first, and each Bazel shard pays again. Warm kernels
+           put the term below what the cold Bazel run can reach where the case mostly
+           compiles kernels (bench/case_alone.py measures it cold and warm)
   bound    max(longest test case + one interpreter start, longest case alone,
                GPU capacity the tests occupy / GPUs, whole-GPU work per GPU set,
                all test-case seconds / cores), test-case seconds from the uncontended pytest run.
