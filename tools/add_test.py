@@ -146,10 +146,15 @@ def gpu_variants_here(placed: dict[str, list], host_gpus: int) -> list[str]:
     return [v for v in variants.VARIANTS if v in used and 0 < variants.gpus_needed(v) <= host_gpus]
 
 
-def measure_gpu_variants(path: pathlib.Path, env: Environment, result: dict, host_gpus: int):
+def measure_gpu_variants(
+    path: pathlib.Path, env: Environment, result: dict, host_gpus: int
+) -> None:
     """Runs the cases of each GPU variant of `result` (the cpu run's) a host of `host_gpus`
     can run, one variant after another; their results go in result["gpu_runs"] by variant, and
-    what kept one from being had in result["gpu_errors"]."""
+    what kept one from being had in result["gpu_errors"]. Nothing for a file that could not be
+    collected."""
+    if result["errors"]:
+        return
     for variant in gpu_variants_here(result["placed"], host_gpus):
         try:
             result.setdefault("gpu_runs", {})[variant] = collect(
@@ -157,7 +162,6 @@ def measure_gpu_variants(path: pathlib.Path, env: Environment, result: dict, hos
             )
         except SystemExit as error:  # the child's output: no result line
             result.setdefault("gpu_errors", {})[variant] = str(error)
-    return result
 
 
 def _collect(
@@ -545,7 +549,7 @@ def main(argv: list[str]) -> int:
     env = tests_environment()
     run = "--no-run" not in argv
     result = collect(path, env, run)
-    if run and not result["errors"]:
+    if run:
         measure_gpu_variants(path, env, result, probe.visible_gpu_count())
     text, status = report(path, result, env, run)
     print(text)

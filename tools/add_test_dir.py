@@ -58,10 +58,9 @@ def test_files(directory: pathlib.Path) -> list[pathlib.Path]:
     return sorted(p for p in directory.glob("test_*.py") if p.is_file())
 
 
-def measure(files, env, run: bool, jobs: int, gpus: int | None = None) -> dict:
+def measure(files, env, run: bool, jobs: int, gpus: int) -> dict:
     """{file: its collection result, or the text of why it could not be had}, `jobs` at once;
-    then the cases of the GPU variants a host of `gpus` GPUs (default: those this process may
-    use) can run."""
+    then the cases of the GPU variants a host of `gpus` GPUs can run."""
 
     def one(path):
         try:
@@ -72,9 +71,8 @@ def measure(files, env, run: bool, jobs: int, gpus: int | None = None) -> dict:
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         results = dict(zip(files, pool.map(one, files), strict=True))
     if run:  # a file's GPU variants after every cpu run, one file at a time: none share a GPU
-        gpus = probe.visible_gpu_count() if gpus is None else gpus
         for path, result in results.items():
-            if not isinstance(result, str) and not result["errors"]:
+            if not isinstance(result, str):
                 add_test.measure_gpu_variants(path, env, result, gpus)
     return results
 
@@ -496,11 +494,12 @@ def main(argv: list[str]) -> int:
     if not files:
         raise SystemExit(f"{directory}: no test_*.py files")
     env = add_test.tests_environment()
+    gpus = probe.visible_gpu_count()
     print(
         f"# {directory}: {len(files)} files, {jobs} at a time, with {env.described}, GPUs hidden"
-        f"; then the GPU variants {probe.visible_gpu_count()} GPU(s) can run, a file at a time"
+        f"; then the GPU variants {gpus} GPU(s) can run, a file at a time"
     )
-    said, status = write(directory, measure(files, env, run, jobs), env, run)
+    said, status = write(directory, measure(files, env, run, jobs, gpus), env, run)
     print("\n".join(said))
     return status
 
