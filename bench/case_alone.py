@@ -3,9 +3,9 @@
     tools/bazel setup --host-python=$(command -v python3)     # once per checkout (host mode)
     python3 bench/case_alone.py LABEL NODE_ID [--runs N] [--condition NAME:STATE[:K=V,...]]...
 
-What sets bench/host_suite.py's bound on a GPU host is its longest case alone, run with the
-kernel caches plain pytest left (warm), while the Bazel run it is set against starts from empty
-ones (cold). This bench separates what the case costs cold, warm and under the thread budget a
+What sets bench/host_suite.py's bound on a GPU host is its longest case alone (cold since
+2026-11-28, as the Bazel run it is set against; warm before, with the kernels an earlier run
+left). This bench separates what the case costs cold, warm and under the thread budget a
 loaded host gives it, on one host in one call, each condition's runs interleaved with the
 others' (round after round) so the host's drift is shared:
 
