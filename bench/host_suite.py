@@ -10,7 +10,8 @@ RESULTS_DIR/host_suite.md (default bench/results):
   memo     one process compiles on the CPU once, so inductor's vector-ISA probes are kept for
            this host (tools/runner/process/vec_isa_memo.py), as on any host that has run a test:
            the runs below start from them (compare
-           'memo-off=--test_env=TORCH_TEST_VEC_ISA_MEMO=off'); its seconds are the one-time cost
+           'memo-off=--test_env=TORCH_TEST_VEC_ISA_MEMO=off'); its seconds are the one-time cost.
+           It runs beside the build (both unmeasured one-time costs)
   record   only if a GPU target of the suite (that this host can run and --tag-filters
            selects) has no peak GPU memory in tools/test_times.bzl: the selected GPU targets
            once through Bazel, then tools/update_test_times.py, so the
@@ -33,9 +34,10 @@ RESULTS_DIR/host_suite.md (default bench/results):
            compiles and its first compile's per-process work (on the torch 2.11 image mostly
            inductor's vector-ISA check), which plain pytest pays once per file, inside
            whichever case compiles first, and each Bazel shard pays again. Each case then
-           runs once more with the kernels its cold runs left (warm), reported beside it and
-           not part of the bound: the term as it was measured before 2026-11-28, which sat
-           below anything a cold run can reach where the case mostly compiles kernels
+           runs once more with the kernels its cold runs left (warm; --no-warm skips it),
+           reported beside it and not part of the bound: the term as it was measured before
+           2026-11-28, which sat below anything a cold run can reach where the case mostly
+           compiles kernels
            (bench/results/case_alone_2026-11-28_nvidia-h200.md: a cold run cannot take less
            than the case's cold compiles, so only a cold term is a lower bound on it)
   bound    max(longest test case + one interpreter start, longest case alone,
@@ -80,6 +82,7 @@ BAZEL_STARTUP (e.g. --output_base=/tmp/ob, to keep a pinned output base apart).
 """
 
 import argparse
+import concurrent.futures
 import dataclasses
 import json
 import math
@@ -361,10 +364,12 @@ def run_alone(case: Case, declared, python: str, state: str) -> float:
     return wall
 
 
-def case_alone(case: Case, declared, python: str, runs: int = ALONE_RUNS) -> Alone:
-    """The fastest of `runs` cold runs of this case alone, then one warm run."""
+def case_alone(
+    case: Case, declared, python: str, runs: int = ALONE_RUNS, warm: bool = True
+) -> Alone:
+    """The fastest of `runs` cold runs of this case alone, then one warm run (if `warm`)."""
     cold = min(run_alone(case, declared, python, "cold") for _ in range(runs))
-    return Alone(cold, run_alone(case, declared, python, "warm"))
+    return Alone(cold, run_alone(case, declared, python, "warm") if warm else math.nan)
 
 
 def longest_alone(runs: dict[str, list[Case]], count: int, alone) -> list[list]:
@@ -587,6 +592,11 @@ def parse_options(argv: list[str]):
         metavar="K",
         help="the bound runs the K longest cases again, each alone in a fresh process",
     )
+    parser.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="skip each case's warm run alone (reported only, not part of the bound)",
+    )
     return parser.parse_args(argv)
 
 
@@ -604,13 +614,16 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{cores} cores, {gpus} GPUs, python {python}")
     selection = [f"--test_tag_filters={options.tag_filters}"] if options.tag_filters else []
     build_selection = [f"--build_tag_filters={options.tag_filters}"] if options.tag_filters else []
-    build, build_wall = bazel("build", *build_selection, *TARGETS)
+    # Both one-time costs, unmeasured and independent: side by side, a minute sooner.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as side:
+        filling = side.submit(fill_vec_isa_memo, python)
+        build, build_wall = bazel("build", *build_selection, *TARGETS)
+        memo = filling.result()
     if build.returncode:
         print(build.stderr[-3000:], file=sys.stderr)
         return 1
     log(f"build (server start, analysis, runfiles): {build_wall:.0f} s")
-    memo = fill_vec_isa_memo(python)
-    log(f"vec-ISA memo: {memo}")
+    log(f"vec-ISA memo, beside the build: {memo}")
     if options.reuse_defaults:
         recorded = "defaults reused from the last run"
         defaults = last_phase("")
@@ -651,7 +664,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = {"Bazel defaults": default_cases}
     if not options.no_pytest:
         runs = {"pytest": cases, **runs}
-    alone = longest_alone(runs, options.alone, lambda case: case_alone(case, declared, python))
+    alone = longest_alone(
+        runs,
+        options.alone,
+        lambda case: case_alone(case, declared, python, warm=not options.no_warm),
+    )
     alone_path = alone[0][-1].cold if alone else math.nan
     alone_warm = max((row[-1].warm for row in alone), default=math.nan)
     pytest_wall = sum(wall for _, _, wall, _ in rows) if rows else math.nan
