@@ -68,7 +68,9 @@ bound, where the second call's plain pytest and cases alone outlast one call
 --samples N (issue 53: the ratio as the median of three): after the run above, N - 1 more
 alternating pairs of a cold defaults run and the case that set the alone term, run alone once
 (cold); the report adds a row per sample and their median ratio. One 1-GPU host's call fits
-`--no-pytest --alone 1 --samples 3` (the alone term is the bound's largest there).
+`--no-pytest --alone 2 --no-warm --samples 3` (the alone term is the bound's largest there;
+which case is the longest of a run changes from machine to machine, so one case alone can
+leave out the term that sets the bound: bench/results/host_suite_2026-11-28_nvidia-h200.md).
 
 --compare NAME=FLAGS (repeatable) adds one more cold Bazel run with those flags after the
 defaults, on the same record and bound: a lever's before/after side by side. --no-pytest skips
