@@ -216,6 +216,16 @@ def fill_vec_isa_memo(python: str) -> str:
     return f"{wall:.1f} s ({proc.stdout.strip()})"
 
 
+def build_beside_memo(python: str, *args: str, memo: bool = True):
+    """`bazel build ARGS` and, beside it, the vector-ISA memo's fill (unless not `memo`):
+    (build process, its wall, the memo's line). Both are one-time costs no run measures, and
+    neither reads what the other writes: side by side, a device call has a minute more."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as side:
+        filling = side.submit(fill_vec_isa_memo, python) if memo else None
+        build, wall = bazel("build", *args)
+        return build, wall, filling.result() if filling else "not needed"
+
+
 def record_peaks_if_missing(tag_filters: str) -> str:
     """The selected GPU targets once, if one that this host can run has no recorded peak."""
     _, peaks = update_test_times.read()
@@ -616,11 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{cores} cores, {gpus} GPUs, python {python}")
     selection = [f"--test_tag_filters={options.tag_filters}"] if options.tag_filters else []
     build_selection = [f"--build_tag_filters={options.tag_filters}"] if options.tag_filters else []
-    # Both one-time costs, unmeasured and independent: side by side, a minute sooner.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as side:
-        filling = side.submit(fill_vec_isa_memo, python)
-        build, build_wall = bazel("build", *build_selection, *TARGETS)
-        memo = filling.result()
+    build, build_wall, memo = build_beside_memo(python, *build_selection, *TARGETS)
     if build.returncode:
         print(build.stderr[-3000:], file=sys.stderr)
         return 1

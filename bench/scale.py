@@ -27,7 +27,7 @@ of 3) of: the interpreter's start, pytest's and torch's imports, pytest with the
 test without torch (one process), the source's inventory alone, the runner on one test without
 torch and on one that imports torch (three processes: runner, tests, inventory); CPU seconds
 hold where other work shares the cores. For --shape inductor the vector-ISA memo is filled
-before the runs, once per host, its cost reported apart.
+before the runs (beside the build), once per host, its cost reported apart.
 With --analysis, loading+analysis wall (`build --nobuild` after a fresh generate) at each N;
 with --noop also a warm no-op `tools/bazel test` at each N after one run of every target (use
 --shape trivial for large N on few cores: it measures Bazel, not torch).
@@ -203,15 +203,16 @@ def per_target_costs(targets: dict) -> list[tuple[float, float, float]]:
 
 def compare(python: str, shape: str, n: int, cores: int, serial: bool) -> list[str]:
     labels = generate(shape, n, shards=cores)
-    build, build_wall = host_suite.bazel("build", SUITE, PACKED)
+    # The memo before any side runs, as on a host that has run a test: else the first side's
+    # targets wait for one of them to fill it (tools/runner/process/vec_isa_memo.py) and that
+    # one-time cost lands in their wall alone.
+    build, build_wall, memo = host_suite.build_beside_memo(
+        python, SUITE, PACKED, memo=shape == "inductor"
+    )
     if build.returncode:
         raise SystemExit(build.stderr[-3000:])
     log(f"build of {n} targets (analysis, runfiles): {build_wall:.1f} s")
-    # Before any side runs, as on a host that has run a test: else the first side's targets
-    # wait for one of them to fill it (tools/runner/process/vec_isa_memo.py) and that
-    # one-time cost lands in their wall alone.
-    memo = host_suite.fill_vec_isa_memo(python) if shape == "inductor" else "not needed"
-    log(f"vec-ISA memo: {memo}")
+    log(f"vec-ISA memo, beside the build: {memo}")
     host_suite.cold_kernel_cache()
     events = RESULTS / "scale.bep.json"
     run, bazel_wall = host_suite.bazel(
@@ -252,7 +253,7 @@ def compare(python: str, shape: str, n: int, cores: int, serial: bool) -> list[s
         f"- bazel exit {run.returncode}, {passed} of {n} PASSED; packed exit "
         f"{packed.returncode}; xdist: {xdist_summary}; per file: {per_file_summary}; "
         f"serial: {serial_summary}; build before the run (analysis, runfiles) {build_wall:.1f} s; "
-        f"vec-ISA memo before the runs: {memo}",
+        f"vec-ISA memo before the runs, beside the build: {memo}",
         f"- per target, median of {len(costs)}: outside the runner {medians[0]:.2f} s, "
         f"runner + start {medians[1]:.2f} s, cases {medians[2]:.2f} s; "
         f"sum of test actions {sum(sum(c) for c in costs):.0f} s",
