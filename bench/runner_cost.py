@@ -1,14 +1,16 @@
 """What a runner costs a target, one checkout's against another's, side by side, alternating.
 
     python3 bench/runner_cost.py --before /path/to/old/checkout [--tests 300] [--runs 3]
-        [--shape cases|tiny] [--plain]
+        [--shape cases|tiny|inductor] [--plain]
 
 Runs tools/runner/pytest_runner.py of this checkout ("this") and of the `--before` checkout
 (e.g. a `git worktree add` of an earlier commit) on one generated source, alternating the two
 `--runs` times, and prints a markdown table of each runner's wall and CPU seconds (its process
 tree's, from wait4) and their medians. The source: `--tests` trivial cases (functions,
 parametrized cases and unittest methods) that import torch, as a target does (`--shape cases`),
-or one file of bench/scale.py's `tiny` shape (three dynamo compiles). `--plain` adds a third
+or one file of a bench/scale.py shape: `tiny` (three dynamo compiles) or `inductor` (the same,
+inductor as the third backend; kernel caches cold in every run, the vector-ISA memo as the
+host keeps it). `--plain` adds a third
 row: one plain `pytest` process on the same file, no runner (the floor of a process per file).
 Run it with the interpreter of the tests (e.g. the pinned @pypi's, or a venv with the pinned
 lock).
@@ -55,11 +57,11 @@ def source(tests: int) -> str:
     return SOURCE.format(third=third, functions=functions, methods=methods)
 
 
-def scale_tiny() -> str:
+def scale_shape(shape: str) -> str:
     sys.path.insert(0, str(HERE))
     from bench import scale
 
-    return scale.TINY.format(k=3)
+    return scale.SHAPES[shape][0].format(k=3)
 
 
 def runner(tree: pathlib.Path) -> tuple[list[str], pathlib.Path]:
@@ -109,7 +111,7 @@ def main() -> int:
     parser.add_argument("--before", type=pathlib.Path, required=True)
     parser.add_argument("--tests", type=int, default=300)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--shape", choices=("cases", "tiny"), default="cases")
+    parser.add_argument("--shape", choices=("cases", "tiny", "inductor"), default="cases")
     parser.add_argument("--plain", action="store_true")
     args = parser.parse_args()
     rows = {"before": runner(args.before.resolve()), "this": runner(HERE)}
@@ -118,12 +120,14 @@ def main() -> int:
     samples = {name: [] for name in rows}
     with tempfile.TemporaryDirectory() as scratch:
         test_file = pathlib.Path(scratch) / "test_many.py"
-        test_file.write_text(source(args.tests) if args.shape == "cases" else scale_tiny())
+        test_file.write_text(
+            source(args.tests) if args.shape == "cases" else scale_shape(args.shape)
+        )
         for _ in range(args.runs):
             for name, row in rows.items():
                 work = pathlib.Path(tempfile.mkdtemp(dir=scratch))
                 samples[name].append(run_once(row, test_file, work))
-    what = f"{args.tests} cases" if args.shape == "cases" else "scale.py's tiny shape"
+    what = f"{args.tests} cases" if args.shape == "cases" else f"scale.py's {args.shape} shape"
     print(f"{what}, {args.runs} runs each, alternating; {sys.executable}\n")
     print("| runner | wall s (runs) | median wall s | CPU s (runs) | median CPU s |")
     print("| --- | --- | ---: | --- | ---: |")

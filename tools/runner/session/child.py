@@ -22,6 +22,7 @@ unsharded target: the shards' stability check compares two seeds, tools/runner/c
 
 import contextlib
 import faulthandler
+import gc
 import importlib.util
 import json
 import os
@@ -185,7 +186,13 @@ def _preload(files: list[str]) -> None:
         try:
             import torch  # noqa: F401
         except Exception:  # the tests' own import says why, where they import it
-            pass
+            return
+    # What torch's import built lives as long as the process, yet the cyclic collector walked
+    # all of it again in every full collection while the tests import dynamo and inductor and
+    # compile (bench/results/runner_cost_2026-11-28_cpu.md). Frozen (gc.freeze, CPython's
+    # answer to this), the collector skips it, and the forked inventory shares its pages
+    # untouched. Nothing of the target's has run yet: no object of a test's is frozen.
+    gc.freeze()
 
 
 def sources(argv: list[str]) -> list[str]:

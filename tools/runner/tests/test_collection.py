@@ -189,6 +189,55 @@ def test_an_unsharded_targets_inventory_is_forked_after_one_torch_import(tmp_pat
     assert inventory["tmp"] != session["tmp"], seen
 
 
+FREES_ITS_CYCLES = """
+    import gc, json, sys, weakref
+
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+
+
+    class Node:
+        pass
+
+
+    def cycle():
+        node = Node()
+        node.self = node  # only the cyclic collector frees it
+        return weakref.ref(node)
+
+
+    AT_IMPORT = cycle()
+
+
+    def test_cycles():
+        in_test = cycle()
+        gc.collect()
+        record = {{"frozen": gc.get_freeze_count(), "torch": "torch" in sys.modules,
+                  "at_import_freed": AT_IMPORT() is None, "in_test_freed": in_test() is None}}
+        with open({path!r}, "w") as f:
+            json.dump(record, f)
+    """
+
+
+def test_what_torchs_preload_built_is_frozen_and_nothing_of_the_tests(tmp_path):
+    """The test process freezes what importing torch built (the cyclic collector skips it from
+    then on), before anything of the target's runs: a cycle the test module or a test makes is
+    still freed."""
+    path = tmp_path / "seen.json"
+    test_file = write_tests(tmp_path, FREES_ITS_CYCLES.format(path=str(path)))
+    result = run_runner(test_file, bazel_env(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = json.loads(path.read_text())
+    assert seen["at_import_freed"] and seen["in_test_freed"], seen
+    if importlib.util.find_spec("torch") is None:
+        assert seen == {**seen, "torch": False, "frozen": 0}, seen
+    else:
+        # torch's import tracks some 10^5 objects; pytest's and the runner's are frozen with them.
+        assert seen["torch"] and seen["frozen"] > 50_000, seen
+
+
 def test_only_sources_that_load_torch_make_the_test_process_preload_it(tmp_path):
     """Preloading torch saves the inventory's second import of it only where the target's own
     import loads torch; for a source that imports the torch-free markers alone it is an
