@@ -23,7 +23,6 @@ and the median.
 
 import argparse
 import pathlib
-import shutil
 import statistics
 import sys
 
@@ -69,15 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     walls: dict[str, list[float]] = {name: [] for name, _, _ in conditions}
     for _ in range(options.runs):
         for name, state, env in conditions:
-            if state == "cold":
-                shutil.rmtree(kernels, ignore_errors=True)
-            proc, wall, summary = host_suite.run_pytest(
-                options.label, declared, python, kernels, options.node_id, extra=env
+            walls[name].append(
+                host_suite.run_alone(
+                    options.label, options.node_id, declared, python, state, kernels, env
+                )
             )
-            host_suite.log(f"{name}: {wall:.1f} s, {summary}")
-            if proc.returncode:
-                raise SystemExit(f"{name}: the case failed: {summary}")
-            walls[name].append(wall)
     lines = [
         f"`{options.node_id}` ({options.label}) alone, {options.runs} round(s)",
         "",

@@ -364,15 +364,25 @@ class Alone(NamedTuple):
     warm: float  # one run on the kernels the cold runs left (nan where not run)
 
 
-def run_alone(case: Case, declared, python: str, state: str) -> float:
-    """One fresh plain pytest process that runs only this case, its kernel caches `state`:
-    cold (emptied first) or warm (as the run before left them)."""
+def run_alone(
+    label: str,
+    node_id: str,
+    declared,
+    python: str,
+    state: str,
+    kernels: pathlib.Path = ALONE_KERNELS,
+    extra: dict[str, str] | None = None,
+) -> float:
+    """One fresh plain pytest process that runs only `node_id`, as `label`'s variant runs it
+    (`extra`: more environment), its kernel caches in `kernels` `state`: cold (emptied first)
+    or warm (as the run before left them). bench/case_alone.py's runs too."""
     if state == "cold":
-        shutil.rmtree(ALONE_KERNELS, ignore_errors=True)
-    proc, wall, summary = run_pytest(case.label, declared, python, ALONE_KERNELS, case.node_id)
-    log(f"alone {case.node_id} [{case.variant}], {state}: {wall:.1f} s, {summary}")
+        shutil.rmtree(kernels, ignore_errors=True)
+    proc, wall, summary = run_pytest(label, declared, python, kernels, node_id, extra=extra)
+    shown = "".join(f" {k}={v}" for k, v in (extra or {}).items())
+    log(f"alone {node_id} [{variant_of(label)[1]}], {state}{shown}: {wall:.1f} s, {summary}")
     if proc.returncode:
-        raise RuntimeError(f"{case.node_id} alone failed: {summary}")
+        raise RuntimeError(f"{node_id} alone failed: {summary}")
     return wall
 
 
@@ -380,8 +390,12 @@ def case_alone(
     case: Case, declared, python: str, runs: int = ALONE_RUNS, warm: bool = True
 ) -> Alone:
     """The fastest of `runs` cold runs of this case alone, then one warm run (if `warm`)."""
-    cold = min(run_alone(case, declared, python, "cold") for _ in range(runs))
-    return Alone(cold, run_alone(case, declared, python, "warm") if warm else math.nan)
+
+    def alone(state: str) -> float:
+        return run_alone(case.label, case.node_id, declared, python, state)
+
+    cold = min(alone("cold") for _ in range(runs))
+    return Alone(cold, alone("warm") if warm else math.nan)
 
 
 def longest_alone(runs: dict[str, list[Case]], count: int, alone) -> list[list]:
@@ -537,7 +551,7 @@ def next_sample(index: int, node_id, runs, others, selection, declared, python) 
     if not node_id:
         return Sample(phase.wall, max(others, default=math.nan))
     case = next(c for cases in runs.values() for c in cases if c.node_id == node_id)
-    alone = run_alone(case, declared, python, "cold")
+    alone = run_alone(case.label, case.node_id, declared, python, "cold")
     return Sample(phase.wall, max([*others, alone]))
 
 

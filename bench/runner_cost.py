@@ -10,8 +10,8 @@ tree's, from wait4) and their medians. The source: `--tests` trivial cases (func
 parametrized cases and unittest methods) that import torch, as a target does (`--shape cases`),
 or one file of a bench/scale.py shape: `tiny` (three dynamo compiles) or `inductor` (the same,
 inductor as the third backend; kernel caches cold in every run, the vector-ISA memo as the
-host keeps it). `--plain` adds a third
-row: one plain `pytest` process on the same file, no runner (the floor of a process per file).
+host keeps it). `--plain` adds a third row: one plain `pytest` process on the same file, no
+runner (the floor of a process per file).
 Run it with the interpreter of the tests (e.g. the pinned @pypi's, or a venv with the pinned
 lock).
 """
