@@ -174,19 +174,35 @@ def _loads_torch(name: str) -> bool:
     return name.split(".")[0] in _TORCH_IMPORTERS
 
 
+@contextlib.contextmanager
+def _collector_paused():
+    """The cyclic collector off while the preload imports, as it was after: an import builds
+    objects that live as long as the process, yet their growing count sets off collection
+    after collection walking them (bench/results/runner_cost_2026-11-28_cpu.md)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _preload(files: list[str]) -> None:
     """pytest, and torch where the sources import it, imported before the fork, once for
     both processes."""
-    import pytest  # noqa: F401
+    with _collector_paused():
+        import pytest  # noqa: F401
 
-    if not _imports_torch(files) or importlib.util.find_spec("torch") is None:
-        return
-    # One OpenMP thread while torch loads (the inventory's); the session's budget sets its own.
-    with process_env.while_starting("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1")):
-        try:
-            import torch  # noqa: F401
-        except Exception:  # the tests' own import says why, where they import it
+        if not _imports_torch(files) or importlib.util.find_spec("torch") is None:
             return
+        # One OpenMP thread while torch loads (the inventory's); the session's budget sets its own.
+        with process_env.while_starting("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1")):
+            try:
+                import torch  # noqa: F401
+            except Exception:  # the tests' own import says why, where they import it
+                return
+        gc.collect()  # the imports' garbage, once: freed, not frozen
     # What torch's import built lives as long as the process, yet the cyclic collector walked
     # all of it again in every full collection while the tests import dynamo and inductor and
     # compile (bench/results/runner_cost_2026-11-28_cpu.md). Frozen (gc.freeze, CPython's

@@ -5,6 +5,7 @@ A set's order follows the process's string hash seed, so pytest's positional ids
 and another never.
 """
 
+import gc
 import importlib.util
 import json
 import subprocess
@@ -215,6 +216,7 @@ FREES_ITS_CYCLES = """
         in_test = cycle()
         gc.collect()
         record = {{"frozen": gc.get_freeze_count(), "torch": "torch" in sys.modules,
+                  "collecting": gc.isenabled(), "thresholds": gc.get_threshold(),
                   "at_import_freed": AT_IMPORT() is None, "in_test_freed": in_test() is None}}
         with open({path!r}, "w") as f:
             json.dump(record, f)
@@ -231,6 +233,8 @@ def test_what_torchs_preload_built_is_frozen_and_nothing_of_the_tests(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     seen = json.loads(path.read_text())
     assert seen["at_import_freed"] and seen["in_test_freed"], seen
+    # The collector, paused while the preload imports, runs as it would for the tests.
+    assert seen["collecting"] and seen["thresholds"] == list(gc.get_threshold()), seen
     if importlib.util.find_spec("torch") is None:
         assert seen == {**seen, "torch": False, "frozen": 0}, seen
     else:
