@@ -702,6 +702,8 @@ def main(argv: list[str] | None = None) -> int:
         spread = (sum(case.seconds for case in cases) + start * len(rows)) / cores
     # Each term is a lower bound on its own; those not measured (nan) are left out.
     others = [term for term in (longest, gpu_work, spread) if not math.isnan(term)]
+    # nan where no warm run was made: max() would pass over it and report the bound without it.
+    warm_bound = math.nan if math.isnan(alone_warm) else max([*others, alone_warm])
     without_alone = max(others, default=math.nan)
     bound = max([*others, alone_path] if alone else others, default=math.nan)
     samples = [Sample(bazel_wall, bound)]
@@ -736,8 +738,10 @@ def main(argv: list[str] | None = None) -> int:
         f"- without the alone term (the path as longest case + start): {without_alone:.1f} s, "
         f"defaults {bazel_wall / without_alone:.2f}x it",
         f"- with the alone term warm instead (kernels the cold runs left, as before 2026-11-28; "
-        f"no lower bound on a cold run): {max([*others, alone_warm]):.1f} s, defaults "
-        f"{bazel_wall / max([*others, alone_warm]):.2f}x it",
+        f"no lower bound on a cold run): {warm_bound:.1f} s, defaults "
+        f"{bazel_wall / warm_bound:.2f}x it"
+        if not math.isnan(warm_bound)
+        else "- with the alone term warm instead: not run (--no-warm)",
         "",
         f"| longest cases | {' | '.join(f's in {name}' for name in runs)} "
         "| s alone, cold | s alone, warm |",
