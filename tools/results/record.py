@@ -10,7 +10,10 @@ people; no reader parses them. The gate, tools/update_test_times.py and the benc
     rec.verdict, rec.cases["test_x.py::T::test_a"].outcome, rec.lease.wait_s, ...
 
 Case ids are the source's path as the target names it, then pytest's id: `dir/test_x.py::T::
-test_a[p]` (a packed target may hold two files of one name in two folders).
+test_a[p]` (a packed target may hold two files of one name in two folders). A subtest (unittest's
+subTest, pytest's subtests fixture) is a case of its own, its case's id, a space and pytest's
+description of it: `test_x.py::T::test_a (i=2)`, `test_x.py::test_b [msg] (i=1)`; a failing
+subtest fails its case too.
 
 Case outcomes are what the runner's witness saw the case do (tools/runner/witness.py), not what
 pytest reported:

@@ -74,6 +74,7 @@ from tools.runner import (
     witness,
 )
 from tools.runner.session import child, collection_record, expectations, test_filter
+from tools.runner.session import inventory as source_inventory
 
 
 def _configure_dirs(env, short: str) -> list[str]:
@@ -130,14 +131,16 @@ def _resources(wall: float) -> record.Resources:
     return used
 
 
-def _inventory_args(files: list[str], short: str) -> list[str]:
-    """The inventory's pytest arguments: the sources alone, none of the target's options, no
-    conftest, an empty ini file (pytest's default naming), only our plugin."""
+def _inventory_args(files: list[str], short: str, args: list[str]) -> list[str]:
+    """The inventory's pytest arguments: the sources alone, none of the target's options but
+    those that make cases (doctests), no conftest, an empty ini file (pytest's default
+    naming), only our plugin."""
     ini = os.path.join(short, "inventory.ini")
     with open(ini, "w") as f:
         f.write("[pytest]\n")
     return [
         *files,
+        *source_inventory.case_making_options(args),
         "--noconftest",
         "-c",
         ini,
@@ -338,7 +341,7 @@ def run(argv: list[str], env=os.environ) -> int:
         ledger = os.path.join(short, "ledger")
         seen = witness.Witness(short)  # bound before any test process starts
         holder = env.get("TEST_TARGET", argv[0])
-        check_args = _inventory_args(child.sources(argv), short)
+        check_args = _inventory_args(child.sources(argv), short, argv[1:])
         leased: list[record.Lease] = []
         watches: list[gpu_watch.Watched] = []
         variant = variants.current_variant()

@@ -21,10 +21,13 @@ What counts:
                    runfiles path. Where it is the runfiles tree itself (inputs are copies, as
                    a remote worker stages them) nothing else of the source tree is there to
                    hide, and there is no view.
-  declared inputs  every entry of the runfiles tree whose real path lies in the source tree; a
-                   source directory in `data` is bound back whole (Bazel keys only the directory;
-                   torch_test refuses one at loading time). Repositories of the runfiles tree
-                   whose root lies outside the source tree (@pypi's) are not walked.
+  declared inputs  every file of the runfiles tree whose real path lies in the source tree.
+                   A source directory there, through any rule (a py_library's or filegroup's
+                   `data`), is refused with its fix: Bazel 4.2.3 keys the directory, not its
+                   files, so an edit inside would keep a cached result (torch_test refuses one
+                   in the target's own `data` at loading time, but cannot see through other
+                   rules). Repositories of the runfiles tree whose root lies outside the source
+                   tree (@pypi's) are not walked.
 A file the view lacks is absent, so a wrong guess fails the test; it never passes stale.
 
 Fails closed: where the runfiles resolve into a source tree but the namespace cannot be made
@@ -69,8 +72,7 @@ def _message(why: str) -> str:
 @dataclasses.dataclass
 class View:
     workspace: str  # real path of the source tree
-    files: list[str]  # workspace-relative paths bound back as files
-    dirs: list[str]  # ... and as directories (a source directory in `data`)
+    files: list[str]  # workspace-relative paths bound back
 
     def enter(self) -> None:
         """From now on this process, and every process it starts, sees only the view. Call it
@@ -90,10 +92,6 @@ class View:
         try:
             _mount("tmpfs", self.workspace, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
             original = f"/proc/self/fd/{source}"
-            for relative in self.dirs:
-                target = os.path.join(self.workspace, relative)
-                os.makedirs(target, exist_ok=True)
-                _mount(os.path.join(original, relative), target, None, MS_BIND | MS_REC)
             for relative in self.files:
                 target = os.path.join(self.workspace, relative)
                 os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -207,9 +205,10 @@ def _inside(path: str, workspace: str) -> bool:
     return path == workspace or path.startswith(workspace + "/")
 
 
-def declared(runfiles: str, workspace: str, own: str) -> tuple[list[str], list[str]]:
-    """(files, directories) of the source tree that the runfiles tree resolves to, relative
-    to the workspace; `own` is the workspace's repository in the runfiles tree."""
+def declared(runfiles: str, workspace: str, own: str) -> list[str]:
+    """The files of the source tree that the runfiles tree resolves to, relative to the
+    workspace; `own` is the workspace's repository in the runfiles tree. Raises SourceViewError
+    for a source directory among them."""
     resolver = _Resolver()
     files, dirs = set(), set()
     for name in sorted(os.listdir(runfiles)):
@@ -222,9 +221,16 @@ def declared(runfiles: str, workspace: str, own: str) -> tuple[list[str], list[s
             real = resolver.real(path)
             if real.startswith(workspace + "/"):
                 (dirs if os.path.isdir(real) else files).add(real[len(workspace) + 1 :])
-    # A file inside a directory bound back whole is there already.
-    files = {f for f in files if not any(f.startswith(d + "/") for d in dirs)}
-    return sorted(files), sorted(dirs)
+    if dirs:
+        shown = ", ".join(sorted(dirs))
+        first = sorted(dirs)[0]
+        raise SourceViewError(
+            f"the runfiles hold the source directory {shown}, through a rule that lists it "
+            "whole (a py_library's or filegroup's data): Bazel 4.2.3 keys the directory, not "
+            "its files, so an edit inside it would keep a cached result; list its files "
+            f'there instead, e.g. glob(["{first}/**"])'
+        )
+    return sorted(files)
 
 
 def _runfiles_dir(env) -> str | None:
@@ -281,8 +287,7 @@ def prepare(env=os.environ, module_file: str = __file__) -> View | None:
         raise SourceViewError(
             _message(f"these lie inside the source tree {workspace}: " + "; ".join(inside))
         )
-    files, dirs = declared(runfiles, workspace, runfiles_workspace)
-    return View(workspace, files, dirs)
+    return View(workspace, declared(runfiles, workspace, runfiles_workspace))
 
 
 def enter(env=os.environ) -> View | None:

@@ -16,10 +16,12 @@ judged by one rule (`judge`): a skip is green only where a declaration or the ha
 accepts its reason; a failure (in any phase, in a thread, a coroutine left unawaited, a rank that
 never returned) only where the source expects it (an xfail that ran and raised what it names) or
 a declaration matches its `Type: message`; a body that never ran is never green; a case that
-passed where a failure was expected or declared is a failure. The outcome of every case goes
+passed where a failure was expected or declared is a failure; a failing subtest is a failure
+of its case's body. The outcome of every case, and of every subtest as a case of its own, goes
 into the shard's typed record (tools/results/record.py).
 """
 
+import dataclasses
 import os
 
 from tools.results import record
@@ -39,6 +41,7 @@ class Seen:
         self.unawaited: list[str] = []
         self.ranks: tuple[str, int] | None = None  # (unittest id, world size)
         self.ranks_seen: dict[int, str] = {}  # rank -> its body's last event
+        self.subtests: dict[str, dict | None] = {}  # description -> its first failure, or None
         self.nodeid: str | None = None  # pytest's id of it, in the session that ran it
 
 
@@ -80,6 +83,11 @@ def cases_seen(events: list[dict]) -> tuple[dict[str, Seen], list[str], str | No
             s.unawaited.append(ev["what"])
         elif kind == "ranks":
             s.ranks = (ev["id"], int(ev["world"]))
+        elif kind == "sub":
+            # One description run twice (a loop without parameters) is one subtest: its
+            # first failure stands.
+            if s.subtests.get(ev["desc"]) is None:
+                s.subtests[ev["desc"]] = ev["exc"]
     for s in seen.values():
         if s.ranks is not None:
             s.ranks_seen = rank_events.get(s.ranks[0], {})
@@ -96,7 +104,8 @@ def _matches(entry, exc: dict) -> str | None:
 
 def judge(s: Seen, info: dict, entry) -> record.Case:
     """One case's outcome from what was seen of it, what it expects of itself (`info`, the
-    inventory's) and its declaration (`entry`, or None)."""
+    inventory's) and its declaration (`entry`, or None). A failing subtest is a failure of
+    its case's body, after which the body went on."""
     fail = record.Case
     if s.threads:
         return fail("failed", "an exception was raised in a thread: " + "; ".join(s.threads))
@@ -108,8 +117,9 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
         )
     setup, call, teardown = (s.phases.get(w) for w in ("setup", "call", "teardown"))
     body = s.raised if s.entered else None
+    subs = _failed_subtests(s)
     skip = next((e for e in (setup, body, call) if e is not None and e["skip"]), None)
-    if skip is not None:
+    if skip is not None and not subs:
         return _judge_skip(skip, info, entry, teardown)
     # pytest.xfail() called in setup or in the body (unittest's expectedFailure reaches pytest
     # as one too, after the body raised: that is no imperative xfail). Its body did not finish:
@@ -119,7 +129,10 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
             if entry is not None and entry.outcome == "skip" and entry.matched(exc["msg"]):
                 return record.Case("declared_skip", entry.matched(exc["msg"]), entry.reason)
             return fail("failed", f"pytest.xfail() stopped it, its body unfinished: {exc['msg']}")
-    failures = [e for e in (setup, body or call, teardown) if e is not None]
+    # The body's failure: what it raised, else its first failing subtest (unittest's
+    # expectedFailure then reports the case to pytest as an xfail: no failure of its own).
+    inner = body if body is not None else (subs[0][1] if subs else None)
+    failures = [e for e in (setup, inner or call, teardown) if e is not None]
     if not s.begun or "call" not in s.phases and not failures:
         return fail("never_ran", "its test protocol never ran")
     if not failures and not s.entered:
@@ -129,13 +142,15 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
     expected = info.get("xfail")
     if failures:
         first = failures[0]
-        if expected is not None and body is not None and first is body and teardown is None:
+        if expected is not None and inner is not None and first is inner and teardown is None:
             raises = expected.get("raises")
-            if raises is None or set(raises) & set(body["mro"]):
-                return record.Case("xfail", _text(body))
+            if raises is None or set(raises) & set(inner["mro"]):
+                return record.Case("xfail", _text(inner))
         if entry is not None and entry.outcome == "fail":
             matched = _matches(entry, first)
+            # Every failing subtest is the declared failure, or the case has another.
             later = [e for e in failures[1:] if e is not first]
+            later += [exc for _, exc in subs if exc is not first and _matches(entry, exc) is None]
             if matched is not None and not later:
                 return record.Case("declared_fail", matched, entry.reason)
             after = None
@@ -146,6 +161,8 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
             if matched is not None:
                 return fail("failed", f"declared fail matched, then also: {_text(later[0])}")
             return fail("failed", f"{_text(first)} (declared fail: {entry.match!r} does not match)")
+        if first is inner and body is None and subs:
+            return fail("failed", f"subtest {subs[0][0]} failed: {_text(inner)}")
         return fail("failed", _text(first))
     ranks = _ranks_missing(s)
     if ranks:
@@ -155,6 +172,32 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
     if entry is not None:
         return fail("failed", f"declared {entry.outcome} ({entry.reason}), but it passed")
     return record.Case("passed")
+
+
+def _failed_subtests(s: Seen) -> list[tuple[str, dict]]:
+    """(description, failure) of each subtest that raised, skips aside, in the order run."""
+    return [(d, exc) for d, exc in s.subtests.items() if exc is not None and not exc["skip"]]
+
+
+def judge_subtests(s: Seen, case: record.Case, info: dict, entry) -> dict[str, record.Case]:
+    """{description: outcome} of each subtest of a case judged `case`: a subtest is a case of
+    its own in the record, so a gate compares it, whatever its siblings did."""
+    out = {}
+    for desc, exc in s.subtests.items():
+        if exc is None:
+            out[desc] = record.Case("passed")
+        elif exc["skip"]:
+            if case.outcome in ("declared_skip", "not_applicable"):
+                out[desc] = dataclasses.replace(case)  # the case's own skip, declared so
+            else:
+                out[desc] = record.Case("skipped", exc["msg"])
+        elif case.outcome == "xfail" and info.get("xfail") is not None:
+            out[desc] = record.Case("xfail", _text(exc))
+        elif case.outcome == "declared_fail" and _matches(entry, exc) is not None:
+            out[desc] = record.Case("declared_fail", _matches(entry, exc), entry.reason)
+        else:
+            out[desc] = record.Case("failed", _text(exc))
+    return out
 
 
 def _judge_skip(skip: dict, info: dict, entry, teardown) -> record.Case:
@@ -200,12 +243,19 @@ def shard_record(
         for key, info in inventory["items"].items()
         if info["variant"] == variant and key not in excused
     }
+    # A case the session ran that the inventory lacks (an item a plugin made of its own) is
+    # judged too: it expects nothing of itself, so only a real pass of it is green.
+    ours.update({key: {} for key, s in seen.items() if s.begun and key not in ours})
     declared, _ = expectations.assign(entries, sorted(ours))
     rec = record.ShardRecord()
     for key, info in sorted(ours.items()):
         s = seen.get(key, Seen())
+        entry = declared.get(key)
         # pytest's own id where the session ran it (test.xml's), else the path from here.
-        rec.cases[s.nodeid or display(key, root)] = judge(s, info, declared.get(key))
+        name = s.nodeid or display(key, root)
+        rec.cases[name] = case = judge(s, info, entry)
+        for desc, sub in judge_subtests(s, case, info, entry).items():
+            rec.cases[f"{name} {desc}"] = sub
     rec.never_collected = [f"{display(k, root)} ({what})" for k, what in inventory["uncollected"]]
     rec.last_started = (seen[last].nodeid or display(last, root)) if last else None
     for finding in outside:

@@ -23,7 +23,13 @@ test, before pytest starts:
   unittest.TestCase._callTestMethod  the test method itself             "raise"}
   threading._make_invoke_excepthook  a thread's exception during a case  {"e": "thread"}
   warnings._warn_unawaited_coroutine a coroutine dropped unawaited       {"e": "unawaited"}
-                                   (called by CPython itself, not through warning filters)
+                                   (called by CPython itself, not through warning filters); one
+                                   kept unawaited, found at the session's end by where it was
+                                   made (`report_kept_coroutines`)
+  unittest.TestCase.subTest,       each subtest's outcome: what its block  {"e": "sub"}
+  pytest's subtests fixture        raised, or None (read as the block ends, before unittest or
+                                   pytest catch it and make a report of their own)
+  _pytest.doctest.DoctestItem.runtest  a doctest's examples, as a body    {"e": "enter"/...}
   MultiProcessTestCase (torch's)   the ranks a case starts, and each      {"e": "ranks"/"rank"}
                                    rank's body entering / returning / raising
 
@@ -36,6 +42,7 @@ address (plain pytest outside the runner) nothing is installed.
 Standard library only until pytest or torch is imported by the process itself.
 """
 
+import contextlib
 import functools
 import inspect
 import json
@@ -81,6 +88,7 @@ class _State:
     channel: socket.socket | None = None
     case: dict | None = None  # the running case: {"path": ..., "name": ...}
     item = None  # its pytest item
+    cases_begun: list = []  # every case begun, by the number in its frame's name
 
 
 _state = _State()
@@ -90,7 +98,7 @@ def exception(exc: BaseException) -> dict:
     """What the runner reads of an exception: its qualified type, the types it is an instance
     of, its message, and whether it is a skip or pytest.xfail()."""
     kind = type(exc)
-    msg = getattr(exc, "msg", None) if _is_outcome(exc) else None
+    msg = getattr(exc, "msg", None) if _is_outcome(exc) else _doctest_text(exc)
     return {
         "type": type_name(kind),
         "mro": [type_name(k) for k in kind.__mro__ if k not in (object, BaseException)],
@@ -168,6 +176,8 @@ def install_session(env=os.environ) -> None:
     check_returns()
     _watch_threads()
     _watch_coroutines()
+    _watch_subtests()
+    _wrap_doctest()
     _watch_ranks(env)
 
 
@@ -191,7 +201,11 @@ def _wrap_protocol(module) -> None:
         _state.case, _state.item = case_of(item), item
         send("begin", nodeid=item.nodeid)
         try:
-            return run(item, log=log, nextitem=nextitem)
+            # Through a frame named for the case: a coroutine made in any of its phases keeps
+            # that name in its origin (report_kept_coroutines).
+            through = _frame_named(f"{_CASE_FRAME}{len(_state.cases_begun)}")
+            _state.cases_begun.append(_state.case)
+            return through(lambda: run(item, log=log, nextitem=nextitem))
         finally:
             send("end")
             _state.case = _state.item = None
@@ -310,6 +324,145 @@ def _watch_coroutines() -> None:
         warn(coro)
 
     warnings._warn_unawaited_coroutine = unawaited
+    # A coroutine that something keeps (a recording decorator's list) is never finalized, so
+    # CPython never warns of it: each keeps where it was made, for report_kept_coroutines.
+    sys.set_coroutine_origin_tracking_depth(_ORIGIN_DEPTH)
+
+
+# Frames a coroutine keeps of where it was made: enough to reach pytest's protocol of the case
+# that made it, past pytest's and pluggy's frames.
+_ORIGIN_DEPTH = 64
+_CASE_FRAME = "torch_test_case_"
+
+
+def _through(call):
+    return call()
+
+
+def _frame_named(name: str):
+    """`_through`, its frame named `name`."""
+    code = _through.__code__.replace(co_name=name, co_qualname=name)
+    return type(_through)(code, globals())
+
+
+def _case_of_frame(name: str) -> dict | None:
+    """The case whose protocol a frame of this name ran, or None."""
+    if not name.startswith(_CASE_FRAME):
+        return None
+    number = name[len(_CASE_FRAME) :]
+    return _state.cases_begun[int(number)] if number.isdigit() else None
+
+
+def report_kept_coroutines() -> None:
+    """At the session's end, in the test process: every coroutine a test made that never
+    started and is still referenced (never finalized, so CPython never warned) fails that
+    test, as one dropped unawaited does. A coroutine no test's frame made is not a test's."""
+    if _state.channel is None:
+        return
+    import gc
+
+    for obj in gc.get_objects():
+        if not inspect.iscoroutine(obj) or not obj.cr_origin:
+            continue
+        if inspect.getcoroutinestate(obj) != inspect.CORO_CREATED:
+            continue
+        cases = (_case_of_frame(name) for _, _, name in obj.cr_origin)
+        case = next((c for c in cases if c is not None), None)
+        if case is not None:
+            file, line, _ = obj.cr_origin[0]
+            where = f"made at {os.path.basename(file)}:{line}, kept and never awaited"
+            send("unawaited", case=case, what=f"{obj.__qualname__} ({where})")
+
+
+def sub_description(msg, params: dict) -> str:
+    """A subtest's name under its case, as pytest's report writes it: `[msg] (k=v, ...)`."""
+    parts = [f"[{msg}]"] if msg is not None else []
+    if params:
+        parts.append("(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")")
+    return " ".join(parts) or "(<subtest>)"
+
+
+def _watch_subtests() -> None:
+    """Each subtest's outcome. unittest's subTest and pytest's subtests fixture catch what the
+    block raises and make reports of their own, so the case's body returns however its
+    subtests ended: read here, where the block ends, before either catches it."""
+    from unittest import case as unittest_case
+
+    sentinel = unittest_case._subtest_msg_sentinel
+    sub_test = unittest.TestCase.subTest
+
+    @functools.wraps(sub_test)
+    @contextlib.contextmanager
+    def witnessed_sub_test(self, msg=sentinel, **params):
+        with sub_test(self, msg, **params):
+            outcome = self._outcome
+            if _state.case is None or outcome is None or not outcome.result_supports_subtests:
+                yield  # no subtest (a result without subTest support): failures are the body's
+                return
+            sub = self._subtest
+            text = None if sub._message is sentinel else sub._message
+            desc = sub_description(text, dict(sub.params))
+            try:
+                yield
+            except BaseException as exc:
+                send("sub", desc=desc, exc=exception(exc))
+                raise
+            send("sub", desc=desc, exc=None)
+
+    unittest.TestCase.subTest = witnessed_sub_test
+    try:
+        from _pytest import subtests
+    except ImportError:  # a pytest without built-in subtests
+        return
+    manager = subtests._SubTestContextManager
+    exit_block = manager.__exit__
+
+    @functools.wraps(exit_block)
+    def witnessed_exit(self, exc_type, exc_val, exc_tb):
+        if _state.case is not None:
+            exc = exception(exc_val) if exc_val is not None else None
+            send("sub", desc=sub_description(self.msg, self.kwargs), exc=exc)
+        return exit_block(self, exc_type, exc_val, exc_tb)
+
+    manager.__exit__ = witnessed_exit
+
+
+def _wrap_doctest() -> None:
+    """A doctest item's examples are its body: entered, returned or raised, as a function's."""
+    from _pytest import doctest
+
+    runtest = doctest.DoctestItem.runtest
+
+    @functools.wraps(runtest)
+    def witnessed_runtest(self):
+        _witnessed_call(lambda: runtest(self), self.nodeid)
+
+    doctest.DoctestItem.runtest = witnessed_runtest
+
+
+def _doctest_text(exc) -> str | None:
+    """What a failing doctest's examples did (doctest's DocTestFailure and UnexpectedException,
+    and pytest's MultipleDoctestFailures, say nothing of it in their str), or None for any
+    other exception."""
+    import doctest
+
+    if isinstance(exc, (doctest.DocTestFailure, doctest.UnexpectedException)):
+        failures = [exc]
+    elif type(exc).__name__ == "MultipleDoctestFailures":
+        failures = list(getattr(exc, "failures", []))
+    else:
+        return None
+    said = []
+    for failure in failures:
+        example = failure.example
+        line = (failure.test.lineno or 0) + example.lineno + 1
+        where = f"line {line}: {example.source.strip()}"
+        if isinstance(failure, doctest.UnexpectedException):
+            raised = failure.exc_info[1]
+            said.append(f"{where}: raised {type_name(type(raised))}: {raised}")
+        else:
+            said.append(f"{where}: expected {example.want.strip()!r}, got {failure.got.strip()!r}")
+    return "; ".join(said)
 
 
 def _watch_ranks(env) -> None:

@@ -121,6 +121,7 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     if selector.total > 1:
         plugins.append(collection_record.recorder(collection_record.record_path(ledger)))
     code = pytest.main(args, plugins=plugins)
+    witness.report_kept_coroutines()
     return _exit_code(code, selector, env)
 
 

@@ -5,7 +5,8 @@ declared). Checking that from inside the test session trusts what the session ca
 warning filters hide pytest's "cannot collect" warnings, a conftest drops items, a plugin is
 switched off, ini options rename what pytest collects. So the runner starts one more process
 beside the tests, `run` below (pytest_runner.py --inventory), which never loads a conftest
-(--noconftest), nor the target's args, ini file or plugins, and writes:
+(--noconftest), nor the target's args (but for those that make cases: `--doctest-modules`,
+`--doctest-glob`), ini file or plugins, and writes:
 
   items        every case pytest collects from the source under these fixed conditions, by
                case key (`/.../dir/test_x.py::Class::test_y[param]`:
@@ -37,6 +38,24 @@ from tools.runner.session import collection_record
 # target's ini file, so renaming what pytest collects there cannot shrink the inventory.
 _TEST_PREFIX = "test"
 _CLASS_PREFIX = "Test"
+
+
+# The target's options that make cases of their own (doctests), carried to the inventory: a
+# doctest the target runs is a case the source defines, inventoried like a function.
+_DOCTEST_FLAGS = ("--doctest-modules", "--doctest-ignore-import-errors")
+_DOCTEST_VALUED = "--doctest-glob"
+
+
+def case_making_options(args: list[str]) -> list[str]:
+    """The options among the target's `args` that make cases (`--doctest-modules`,
+    `--doctest-glob PAT`), for the inventory's collection."""
+    out = []
+    for i, arg in enumerate(args):
+        if arg in _DOCTEST_FLAGS or arg.startswith(_DOCTEST_VALUED + "="):
+            out.append(arg)
+        elif arg == _DOCTEST_VALUED and i + 1 < len(args):
+            out += [arg, args[i + 1]]
+    return out
 
 
 def base_id(case: str) -> str:

@@ -147,6 +147,10 @@ class OutcomeAudit:
             self.xpassed.append((nodeid, xfail))
         if entry is None:
             return
+        if report.passed and (_is_subtest(report) or nodeid in self.matched):
+            # A passing subtest says nothing of its case's declaration; a case whose declared
+            # failure one of its subtests raised has not passed.
+            return
         if entry.outcome == "skip":
             self.stale.append(f"{nodeid}: declared skip ({entry.reason}), but it ran ({entry})")
         elif xfail == f"declared: {entry.reason}":
@@ -221,3 +225,8 @@ def _xfail_called_in_body(item, call) -> bool:
         return False
     expecting = (getattr(item, "obj", None), getattr(item, "cls", None))
     return not any(getattr(o, "__unittest_expecting_failure__", False) for o in expecting)
+
+
+def _is_subtest(report) -> bool:
+    """A report pytest makes of one subtest (unittest's subTest, the subtests fixture)."""
+    return type(report).__name__ == "SubtestReport"

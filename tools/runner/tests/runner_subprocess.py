@@ -12,6 +12,7 @@ import sys
 import textwrap
 
 from tools.hardware import envvars, spec
+from tools.results import record
 
 RUNNER = pathlib.Path(__file__).resolve().parents[1] / "pytest_runner.py"
 
@@ -101,3 +102,24 @@ def run_runner(
         proc.communicate()
         raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def declare(tmp_path, *entries: str, declared_variants=None, **env) -> dict:
+    """A Bazel environment whose target declares `entries` ([[expect]] tables)."""
+    path = tmp_path / "test_fixture.expectations.toml"
+    path.write_text("\n".join("[[expect]]\n" + textwrap.dedent(e) for e in entries))
+    facts = dict(expectations=str(path), declared_variants=declared_variants)
+    return bazel_env(tmp_path, facts, **env)
+
+
+def run_fixture(tmp_path, body: str, files=None, args=(), env=None):
+    """The runner on `body` as test_fixture.py, beside `files` ({name: text}); the result
+    carries the runner's and pytest's output and the shard's record (None if none)."""
+    for name, text in (files or {}).items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    result = run_runner(write_tests(tmp_path, body), env or bazel_env(tmp_path), args=args)
+    result.output = result.stdout + result.stderr
+    result.record = record.read(tmp_path / "test.xml")
+    return result

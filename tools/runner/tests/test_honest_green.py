@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from tools.results import junit
-from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
+from tools.runner.tests.runner_subprocess import bazel_env, declare, run_runner, write_tests
 
 
 def run(tmp_path, body: str, env=None, args=(), extra_files=None):
@@ -19,12 +19,6 @@ def run(tmp_path, body: str, env=None, args=(), extra_files=None):
     result = run_runner(write_tests(tmp_path, body), env or bazel_env(tmp_path), args=args)
     result.output = result.stdout + result.stderr
     return result
-
-
-def declare(tmp_path, *entries: str) -> dict:
-    path = tmp_path / "test_fixture.expectations.toml"
-    path.write_text("\n".join("[[expect]]\n" + textwrap.dedent(e) for e in entries))
-    return bazel_env(tmp_path, dict(expectations=str(path)))
 
 
 def assert_fails(result, *needles):

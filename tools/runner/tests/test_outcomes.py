@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from tools.results import junit
-from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
+from tools.runner.tests.runner_subprocess import bazel_env, declare, run_runner, write_tests
 
 # One test skipping for want of a GPU, one running.
 SKIPS_FOR_GPU = """
@@ -26,14 +26,6 @@ SKIPS_FOR_GPU = """
     """
 FAILS = "def test_broken():\n    assert 1 == 2, 'off by one'\n\ndef test_ok():\n    pass\n"
 PASSES = "def test_a():\n    pass\n\ndef test_b():\n    pass\n\ndef test_c():\n    pass\n"
-
-
-def declare(tmp_path, *entries: str, declared_variants=None, **env) -> dict:
-    """A Bazel environment whose target declares `entries` ([[expect]] tables)."""
-    path = tmp_path / "test_fixture.expectations.toml"
-    path.write_text("\n".join("[[expect]]\n" + textwrap.dedent(e) for e in entries))
-    facts = dict(expectations=str(path), declared_variants=declared_variants)
-    return bazel_env(tmp_path, facts, **env)
 
 
 def cases(tmp_path) -> dict[str, junit.Case]:

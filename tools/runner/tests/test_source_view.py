@@ -17,8 +17,8 @@ MODULE = "tools/runner/source_view.py"
 @pytest.fixture
 def tree(tmp_path):
     """A workspace with the module, a declared file, an undeclared one beside it, a source
-    directory in data; a runfiles tree linking to the declared ones through an execroot-like
-    hop, as Bazel does; a repository whose root lies elsewhere."""
+    directory's file declared by glob; a runfiles tree linking to the declared ones through an
+    execroot-like hop, as Bazel does; a repository whose root lies elsewhere."""
     workspace = tmp_path / "workspace"
     for relative in [MODULE, "pkg/declared.txt", "pkg/golden.txt", "pkg/goldens/a.txt"]:
         (workspace / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -31,11 +31,11 @@ def tree(tmp_path):
     (external / "site").mkdir(parents=True)
     (external / "site" / "mod.py").write_text("")
     runfiles = tmp_path / "t.runfiles"
-    for relative in [MODULE, "pkg/declared.txt", "pkg/goldens"]:
+    for relative in [MODULE, "pkg/declared.txt", "pkg/goldens/a.txt"]:
         link = runfiles / "ws" / relative
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(execroot / relative)
-    # Another path to a file of the declared source directory: bound with the directory.
+    # Another path to a declared file: bound once, at its own path.
     (runfiles / "ws" / "alias").mkdir()
     (runfiles / "ws" / "alias" / "a.txt").symlink_to(execroot / "pkg/goldens/a.txt")
     # A generated file, first in the workspace's repository (os.walk yields a directory's files
@@ -55,8 +55,21 @@ def tree(tmp_path):
 def test_the_view_holds_what_the_runfiles_resolve_to_in_the_source_tree(tree):
     workspace, _, view = tree
     assert view.workspace == os.path.realpath(workspace)
-    assert view.files == ["pkg/declared.txt", MODULE]
-    assert view.dirs == ["pkg/goldens"]
+    assert view.files == ["pkg/declared.txt", "pkg/goldens/a.txt", MODULE]
+
+
+def test_a_source_directory_reaching_the_runfiles_through_any_rule_is_refused(tree):
+    # A py_library's or filegroup's `data = ["goldens"]`: torch_test's loading-time check sees
+    # only the target's own data, and Bazel 4.2.3 keys the directory, not its files, so an
+    # edit inside it would keep a cached PASSED.
+    workspace, runfiles, _ = tree
+    (runfiles / "ws" / "pkg" / "goldens_dir").symlink_to(workspace / "pkg" / "goldens")
+    env = {"RUNFILES_DIR": str(runfiles)}
+    with pytest.raises(source_view.SourceViewError) as refused:
+        source_view.prepare(env, str(runfiles / "ws" / MODULE))
+    said = str(refused.value)
+    assert "the source directory pkg/goldens" in said, said
+    assert 'glob(["pkg/goldens/**"])' in said, said
 
 
 def test_no_view_outside_bazels_runfiles_or_where_inputs_are_copies(tmp_path):

@@ -11,17 +11,7 @@ import pytest
 
 from tools.results import record
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
-
-
-def run(tmp_path, body: str, files=None, args=(), env=None):
-    for name, text in (files or {}).items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    result = run_runner(write_tests(tmp_path, body), env or bazel_env(tmp_path), args=args)
-    result.output = result.stdout + result.stderr
-    result.record = record.read(tmp_path / "test.xml")
-    return result
+from tools.runner.tests.runner_subprocess import run_fixture as run
 
 
 def assert_fails(result, case: str, outcome: str, *needles):

@@ -1,0 +1,201 @@
+"""The runner knows what pytest knows: each subtest and each doctest is a case of the record.
+
+A unittest `self.subTest(...)` and pytest's `subtests` fixture catch what their block raises and
+make reports of their own; the test method returns. A doctest is an item of pytest's doctest
+plugin, no function. Each shape below ran green in the record before the runner saw them
+(the target was red only through pytest's exit status, which a conftest can reset), and the
+gate, which reads the record, compared none of them.
+"""
+
+import pytest
+
+from tools.results import record
+from tools.runner.tests.runner_subprocess import declare
+from tools.runner.tests.runner_subprocess import run_fixture as run
+
+EXIT_STATUS_REWRITTEN = """
+    import pytest
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(session, exitstatus):
+        session.exitstatus = 0
+    """
+
+UNITTEST_SUBTESTS = """
+    import unittest
+
+    class T(unittest.TestCase):
+        def test_squares(self):
+            for i in range(3):
+                with self.subTest(i=i):
+                    self.assertEqual(i * i, i, "only 0 and 1 are their own squares")
+
+        def test_all_pass(self):
+            for name in ("a", "b"):
+                with self.subTest("named", name=name):
+                    self.assertTrue(name)
+    """
+
+SUBTESTS_FIXTURE = """
+    def test_evens(subtests):
+        for i in range(3):
+            with subtests.test("even", i=i):
+                assert i % 2 == 0, f"{i} is odd"
+    """
+
+DOCTESTS = """
+    def double(x):
+        '''
+        >>> double(2)
+        4
+        '''
+        return 2 * x
+
+
+    def half(x):
+        '''
+        >>> half(4)
+        3
+        '''
+        return x // 2
+
+
+    def test_double():
+        assert double(3) == 6
+    """
+
+
+def _case(result, name):
+    got = result.record.cases.get(name)
+    assert got is not None, (sorted(result.record.cases), result.output)
+    return got
+
+
+@pytest.mark.parametrize("args", [(), ("-p", "no:subtests")], ids=["default", "no-subtests"])
+def test_a_failing_unittest_subtest_fails_its_case_and_is_a_case_of_its_own(tmp_path, args):
+    result = run(tmp_path, UNITTEST_SUBTESTS, {"conftest.py": EXIT_STATUS_REWRITTEN}, args=args)
+    assert result.returncode != 0, result.output
+    assert result.record.verdict == record.FAILED
+    case = _case(result, "test_fixture.py::T::test_squares")
+    assert case.outcome == "failed", case
+    assert "subtest (i=2) failed: AssertionError: 4 != 2" in case.detail, case
+    outcomes = {
+        i: _case(result, f"test_fixture.py::T::test_squares (i={i})").outcome for i in range(3)
+    }
+    assert outcomes == {0: "passed", 1: "passed", 2: "failed"}
+    assert _case(result, "test_fixture.py::T::test_all_pass").outcome == "passed"
+    for name in ("a", "b"):
+        sub = _case(result, f"test_fixture.py::T::test_all_pass [named] (name={name})")
+        assert sub.outcome == "passed", sub
+
+
+def test_a_failing_subtest_of_the_fixture_fails_its_case(tmp_path):
+    result = run(tmp_path, SUBTESTS_FIXTURE, {"conftest.py": EXIT_STATUS_REWRITTEN})
+    assert result.returncode != 0, result.output
+    case = _case(result, "test_fixture.py::test_evens")
+    assert case.outcome == "failed", case
+    assert "subtest [even] (i=1) failed: AssertionError: 1 is odd" in case.detail, case
+    subs = {i: _case(result, f"test_fixture.py::test_evens [even] (i={i})") for i in range(3)}
+    assert [subs[i].outcome for i in range(3)] == ["passed", "failed", "passed"]
+
+
+def test_subtests_that_all_pass_leave_the_target_green(tmp_path):
+    body = UNITTEST_SUBTESTS.replace("self.assertEqual(i * i, i,", "self.assertLessEqual(i, i * i,")
+    result = run(tmp_path, body)
+    assert result.returncode == 0, result.output
+    assert {c.outcome for c in result.record.cases.values()} == {"passed"}
+    assert len(result.record.cases) == 2 + 3 + 2  # two cases, five subtests
+
+
+def test_doctests_are_inventoried_and_witnessed_cases(tmp_path):
+    result = run(
+        tmp_path, DOCTESTS, {"conftest.py": EXIT_STATUS_REWRITTEN}, args=["--doctest-modules"]
+    )
+    assert result.returncode != 0, result.output
+    assert _case(result, "test_fixture.py::test_fixture.double").outcome == "passed"
+    half = _case(result, "test_fixture.py::test_fixture.half")
+    assert half.outcome == "failed", half
+    assert "half(4)" in half.detail and "expected '3', got '2'" in half.detail, half
+    assert _case(result, "test_fixture.py::test_double").outcome == "passed"
+
+
+def test_a_doctest_a_conftest_deselects_still_fails_as_never_run(tmp_path):
+    deselects_doctests = """
+        def pytest_collection_modifyitems(config, items):
+            items[:] = [i for i in items if "half" not in i.nodeid]
+        """
+    result = run(
+        tmp_path, DOCTESTS, {"conftest.py": deselects_doctests}, args=["--doctest-modules"]
+    )
+    assert result.returncode != 0, result.output
+    assert _case(result, "test_fixture.py::test_fixture.half").outcome == "never_ran"
+
+
+EXPECTED_SUBTEST_FAILURE = """
+    import unittest
+
+    class T(unittest.TestCase):
+        @unittest.expectedFailure
+        def test_known_bad(self):
+            for i in range(2):
+                with self.subTest(i=i):
+                    self.assertEqual(i, 0, "only zero is zero")
+    """
+
+
+def test_an_expected_failure_inside_a_subtest_is_the_case_xfail(tmp_path):
+    result = run(tmp_path, EXPECTED_SUBTEST_FAILURE)
+    assert result.returncode == 0, result.output
+    assert _case(result, "test_fixture.py::T::test_known_bad").outcome == "xfail"
+    assert _case(result, "test_fixture.py::T::test_known_bad (i=1)").outcome == "xfail"
+    assert _case(result, "test_fixture.py::T::test_known_bad (i=0)").outcome == "passed"
+
+
+def test_a_declared_fail_covers_every_failing_subtest_it_matches_and_no_other(tmp_path):
+    entry = """
+        test = "test_fixture.py::T::test_squares"
+        outcome = "fail"
+        reason = "squares above 1 differ: measured on this torch"
+        match = "AssertionError: 4 != 2 : only 0 and 1"
+        """
+    result = run(tmp_path, UNITTEST_SUBTESTS, env=declare(tmp_path, entry))
+    assert result.returncode == 0, result.output
+    assert _case(result, "test_fixture.py::T::test_squares").outcome == "declared_fail"
+    assert _case(result, "test_fixture.py::T::test_squares (i=2)").outcome == "declared_fail"
+    # A second failing subtest the entry does not match is a failure of its own.
+    body = UNITTEST_SUBTESTS.replace("range(3)", "range(4)")
+    result = run(tmp_path, body, env=declare(tmp_path, entry))
+    assert result.returncode != 0, result.output
+    case = _case(result, "test_fixture.py::T::test_squares")
+    assert case.outcome == "failed" and "9 != 3" in case.detail, case
+    assert _case(result, "test_fixture.py::T::test_squares (i=3)").outcome == "failed"
+
+
+KEPT_COROUTINE = """
+    import functools
+
+    made = []
+
+    def recorded(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            made.append(fn(*args, **kwargs))  # kept: CPython never warns of it
+
+        return call
+
+    @recorded
+    async def test_checks_nothing():
+        assert False, "never runs"
+
+    def test_plain():
+        pass
+    """
+
+
+def test_a_coroutine_a_wrapper_keeps_unawaited_fails_its_case(tmp_path):
+    result = run(tmp_path, KEPT_COROUTINE)
+    assert result.returncode != 0, result.output
+    case = _case(result, "test_fixture.py::test_checks_nothing")
+    assert case.outcome == "failed", case
+    assert "coroutine nobody awaited" in case.detail and "kept and never awaited" in case.detail
+    assert _case(result, "test_fixture.py::test_plain").outcome == "passed"
