@@ -344,11 +344,16 @@ def _failure(case) -> str | None:
     return case.message if case is not None and case.outcome in BAD else None
 
 
-def _stale_item(case, snap: TargetSnapshot) -> dict:
-    """The stale expectation, and the file that holds it (a declaration's)."""
-    if case.stale.get("by") == "marker":
-        return dict(case.stale)
-    return dict(case.stale, file=snap.expectations)
+def _stale_item(case, snap: TargetSnapshot, other=None) -> dict:
+    """The stale expectation, the file that holds it (a declaration's), and whether the other
+    side's run still needs it (`other_needs_it`: it failed or skipped as the same kind of
+    expectation accepts)."""
+    by = case.stale.get("by")
+    if by == "marker":
+        needs = other is not None and other.outcome == "xfail" and not other.declared
+        return dict(case.stale, other_needs_it=needs)
+    needs = _declared_kind(other) in ("fail", "skip")
+    return dict(case.stale, file=snap.expectations, other_needs_it=needs)
 
 
 def _ran(case) -> bool:
@@ -374,10 +379,14 @@ def _compare_cases(label, before, after, thresholds, result, coverage, differ=No
         change = _change(label, case_id, old, new)
         # Compared as its body ran: a pass against a stale expectation is a pass (a fix where it
         # failed on the baseline), with the expectation named for its removal.
-        for side, case, snap in (("baseline", old, before), ("candidate", new, after)):
+        for side, case, snap, other in (
+            ("baseline", old, before, new),
+            ("candidate", new, after, old),
+        ):
             if case is not None and case.stale is not None:
                 change[side] = "passed (stale expectation)"
-                change[f"{side}_stale" if side == "baseline" else "stale"] = _stale_item(case, snap)
+                key = "baseline_stale" if side == "baseline" else "stale"
+                change[key] = _stale_item(case, snap, other)
         old, new = _as_run(old), _as_run(new)
         verdict = infra.judge(_failure(old), _failure(new), differ)
         if verdict is not None and verdict.pop("infra"):

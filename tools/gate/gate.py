@@ -38,10 +38,11 @@ did not pass on the candidate, whatever explains it (an xfail marker, a declared
 skip, not applicable there), unless --accept-declared accepts the outcomes a declaration or a
 marker explains (declared fail/skip, not applicable, xfail); 4 incomplete: no regression, but
 something ran on one side only or on neither (a skip, a case that never ran, a definition never
-collected), or could not be compared for infrastructure (tools/gate/infra.py: no NVIDIA driver,
-CUDA out of memory, a rendezvous timeout, a refused GPU lease, a lost remote worker; report.md
-lists what and why); 2 a bad side; 3 Bazel failed to run. A fix (a failure whose body now
-passes, also against a stale declaration or xfail marker) never counts against the verdict.
+collected), or could not be compared for infrastructure (tools/gate/infra.py: no NVIDIA driver
+or no visible GPU for a CUDA build, CUDA out of memory, a rendezvous timeout, a refused GPU
+lease, a lost remote worker; report.md lists what and why); 2 a bad side; 3 Bazel failed to
+run. A fix (a failure whose body now passes, also against a stale declaration or xfail marker)
+never counts against the verdict.
 
 Outcomes and facts (hangs, peak RSS, what never ran) come from the runner's record of each
 shard in its test.xml (tools/results), never from its log lines; a saved run from before the
@@ -341,7 +342,7 @@ def _verdict(target, snap, item) -> dict:
             failed_runs += any(a.status != "PASSED" for a in attempts)
             continue
         outcomes = [
-            c.outcome
+            "passed" if c.stale else c.outcome  # its body passed (a stale expectation failed it)
             for a in attempts
             if a.xml and a.xml.is_file()
             for c in junit.cases(a.xml)
@@ -397,8 +398,7 @@ def stale_edit(item: dict, baseline_torch: str | None, candidate_torch: str | No
     candidate (item["stale"], compare.py): the entry, or the candidate's release from it where
     the baseline's release still needs it."""
     stale, cand, base = item["stale"], release(candidate_torch), release(baseline_torch)
-    # The baseline's run failed as expected (a declared fail or an xfail): it still needs it.
-    still = item["baseline"] == "xfail"
+    still = stale.get("other_needs_it")  # the baseline failed or skipped as it declares
     if stale.get("by") == "marker":
         if still:
             marker = "the test's xfail marker (or expectedFailure)"
@@ -420,7 +420,7 @@ def stale_edit(item: dict, baseline_torch: str | None, candidate_torch: str | No
             return f"in {where}, {entry}: remove {cand!r} from torch = {torch}"
         return f"in {where}, delete {entry} (its torch = {torch} names only {cand})"
     if still:
-        return f"in {where}, {entry}: add torch = [{base!r}] (it still fails on {base} only)"
+        return f"in {where}, {entry}: add torch = [{base!r}] (still needed on {base} only)"
     return f"in {where}, delete {entry}"
 
 

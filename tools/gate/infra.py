@@ -9,6 +9,8 @@ a torch regression, so each row is one exact text (or one typed fact), never a k
 | ------------------------ | ----------------------------------------------------------------- |
 | no_nvidia_driver         | a case's failure `RuntimeError: Found no NVIDIA driver on your    |
 |                          | system.` (c10's CUDA device count: a CUDA build, no driver)       |
+| no_visible_gpu           | a case's failure `RuntimeError: No CUDA GPUs are available` (a     |
+|                          | CUDA build that sees no GPU: none on the host, or hidden from it) |
 | cuda_out_of_memory       | a case's failure `torch.OutOfMemoryError: CUDA out of memory.     |
 |                          | Tried to allocate ` (torch.cuda.OutOfMemoryError before 2.5)      |
 | nccl_rendezvous_timeout  | a case's failure `torch.distributed.DistStoreError: Timed out     |
@@ -49,6 +51,11 @@ CASE_CAUSES = (
         "no_nvidia_driver",
         "a CUDA build of torch on a host without an NVIDIA driver",
         re.compile(r"RuntimeError: Found no NVIDIA driver on your system\."),
+    ),
+    Cause(
+        "no_visible_gpu",
+        "a CUDA build of torch that sees no GPU",
+        re.compile(r"RuntimeError: No CUDA GPUs are available$"),
     ),
     Cause(
         "cuda_out_of_memory",

@@ -692,7 +692,7 @@ class FixTest(unittest.TestCase):
         self.assertEqual(
             fix["stale"]["edit"],
             f"in {EXPECTATIONS}, [[expect]] #1 (test = 'm.py::C::a'): add torch = ['2.13'] "
-            "(it still fails on 2.13 only)",
+            "(still needed on 2.13 only)",
         )
         self.assertEqual(gate.exit_code(result), 0)
         self.assertEqual(result["coverage"]["cases_compared"], 2)
@@ -745,6 +745,31 @@ class FixTest(unittest.TestCase):
         self.assertEqual(
             (item["baseline"], item["candidate"]), ("passed (stale expectation)", "failed")
         )
+
+    def test_a_declared_skip_on_the_baseline_that_runs_and_passes_on_the_candidate(self):
+        stale = dict(_stale(entry=2), outcome="skip")
+        result = self._gated(
+            ("a", "declared_skip", 0.1, "requires cuda", "needs a GPU"),
+            ("a", "failed", 0.1, "declared skip (needs a GPU), but it passed", None, stale),
+        )
+        self.assertEqual(result["regressions"], [])
+        (item,) = result["other_changes"]
+        self.assertEqual(
+            item["stale"]["edit"],
+            f"in {EXPECTATIONS}, [[expect]] #2 (test = 'm.py::C::a'): add torch = ['2.13'] "
+            "(still needed on 2.13 only)",
+        )
+        # It ran on the candidate only: not compared, the verdict incomplete.
+        self.assertEqual([i["reason"] for i in result["one_side"]], ["ran on the candidate only"])
+
+    def test_a_rerun_that_passes_against_a_stale_expectation_is_a_pass(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Fake(pathlib.Path(tmp))
+            target = fake.recorded("r", "//p:t", [("a", "failed", 0.1, "AssertionError: x")])
+            rerun = fake.recorded("r2", "//p:t", [("a", "failed", 0.1, "stale", None, _stale())])
+            target.attempts.append(dataclasses.replace(rerun.attempts[0], run=2))
+            verdict = gate._verdict(target, None, {"case": "m.C::a", "node_id": "m.py::C::a"})
+        self.assertEqual(verdict["failed_runs"], 2)  # the gate's own run, and run 1
 
     def test_the_report_names_the_fix_and_its_edit(self):
         result = self._gated(
@@ -893,9 +918,13 @@ class InfraTest(unittest.TestCase):
             "RuntimeError: CUDA error: out of memory",  # not the allocator's message
             "torch.OutOfMemoryError: CUDA out of memory",  # no allocation named
             "RuntimeError: Found no NVIDIA drivers",
+            "RuntimeError: No CUDA GPUs are available on rank 1",
             "torch.distributed.DistStoreError: Timed out after 30 seconds waiting for the key",
         ):
             self.assertIsNone(infra.case_cause(text), text)
+        self.assertEqual(
+            infra.case_cause("RuntimeError: No CUDA GPUs are available").name, "no_visible_gpu"
+        )
         self.assertEqual(
             infra.case_cause(
                 "torch.distributed.DistStoreError: Timed out after 301 seconds waiting for "
