@@ -10,6 +10,10 @@ Pure functions over results already on disk (tools/results reads them), so the s
 Outcomes are junit.cases': the runner's witness's (its record in test.xml, tools/results/
 record.py) where a shard has a record, pytest's where not (a run saved before records).
 
+A case is compared as its body ran: one whose body passed where a stale expectation (a
+declaration, an xfail marker: record.Case.stale) failed it counts as passed, the expectation
+named in its item (`stale`; gate.py adds the edit that removes it).
+
 Categories (a case is `label` + `classname::name`, over all shards):
   regressions        a case that passed on the baseline and did not pass on the candidate,
                      whatever explains it or either target's status: failed, error, xpass,
@@ -25,8 +29,15 @@ Categories (a case is `label` + `classname::name`, over all shards):
   declared           a case whose candidate outcome is the one its declaration accepts
                      (declared fail/skip, not applicable), declared on the baseline too or not
                      passing there: covered, not a regression
-  fixes              failed|error -> passed
-  xfail_changes      xfail -> xpass|passed, and xpass|passed -> xfail
+  infra              not compared: the host or a side's build failed it (tools/gate/infra.py):
+                     a case's failure text in infra's table on both sides, or on one side where
+                     the sides' hardware or build kind differ (`differ`); every case of a side
+                     that ran no test for the host's sake (a refused GPU lease, a lost remote
+                     worker). Evidence on one side only on the same hardware and build kind
+                     leaves the case to the rules here, marked `infra_suspect`
+  fixes              failed|error|xfail (a declared fail reads xfail) -> passed, also against a
+                     stale expectation: never a regression
+  xfail_changes      xfail -> xpass, and xpass|passed -> xfail
   xfail_message_changes  xfail on both sides, with another failure (type or message)
   other_changes      any other outcome change (e.g. skipped -> passed)
   new_cases, vanished_cases
@@ -45,12 +56,13 @@ covered, not compared).
 
 import dataclasses
 
+from tools.gate import infra
 from tools.results import bep, facts, junit
 
 GOOD = ("passed", "xfail")
 BAD = ("failed", "error")
 NOT_RUN = ("skipped", junit.NEVER_RAN)
-COVERAGE_KEYS = ("one_side",)
+COVERAGE_KEYS = ("one_side", "infra")  # what makes a verdict incomplete
 
 
 @dataclasses.dataclass
@@ -66,6 +78,7 @@ class CaseResult:
     attempts: int = 1
     failed_message: str = ""  # the first failed attempt's message and log
     failed_log: str = ""
+    stale: dict | None = None  # its body passed against this expectation (record.Case.stale)
 
 
 @dataclasses.dataclass
@@ -82,6 +95,8 @@ class TargetSnapshot:
     attempt_logs: list = dataclasses.field(default_factory=list)  # every attempt's test.log
     durations: tuple = ()  # seconds of each final run
     never_collected: tuple = ()  # what the source defines and yields no case (runner's record)
+    expectations: str | None = None  # the target's expectations file (runner's record)
+    infrastructure: dict | None = None  # a shard ran no test for the host's sake (infra.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,12 +117,22 @@ def _declared(case) -> str | None:
     return case.declared
 
 
+def _stale(case) -> dict | None:
+    """The expectation a case's passing body contradicts: the record's, or (a run saved before
+    the record) a pass that pytest's JUnit shows beside a declared fail or skip."""
+    if case.stale is not None:
+        return case.stale
+    if case.outcome == "passed" and case.declared:
+        return {"by": "expectations", "outcome": case.declared.partition(":")[0]}
+    return None
+
+
 def snapshot(targets: dict) -> dict:
     """TargetSnapshots from tools.results targets: test.xml cases, the runner's records."""
     snap = {}
     for label, target in targets.items():
         cases, peaks, errors, times = {}, [], [], {}
-        hangs, never_collected = [], set()
+        hangs, never_collected, expectations, refused = [], set(), None, None
         final = target.final_attempts()
         for attempt in final:
             rec = facts.of(attempt)
@@ -116,6 +141,8 @@ def snapshot(targets: dict) -> dict:
             if hung := facts.hang(rec):
                 hangs.append(hung)
             never_collected.update(rec.never_collected if rec else ())
+            expectations = expectations or (rec.expectations if rec else None)
+            refused = refused or infra.target_evidence(rec.infrastructure if rec else None)
             errors.append(facts.first_error(rec, _read(attempt.log)))
             if attempt.xml and attempt.xml.is_file():
                 for case in junit.cases(attempt.xml):
@@ -130,6 +157,7 @@ def snapshot(targets: dict) -> dict:
                             str(attempt.log),
                             case.node_id,
                             _declared(case),
+                            stale=_stale(case),
                         )
         for case_id, result in cases.items():
             result.times = tuple(times[case_id])
@@ -145,6 +173,7 @@ def snapshot(targets: dict) -> dict:
                             result.failed_attempts += 1
                             result.failed_message = result.failed_message or case.message
                             result.failed_log = result.failed_log or str(attempt.log)
+        refused = refused or infra.target_evidence(None, target.bazel_error)
         hung = hangs[0] if hangs else None
         red = target.status not in bep.GREEN and target.status != bep.SKIPPED
         snap[label] = TargetSnapshot(
@@ -163,6 +192,12 @@ def snapshot(targets: dict) -> dict:
                 for r in sorted({a.run for a in final})
             ),
             never_collected=tuple(sorted(never_collected)),
+            expectations=expectations,
+            infrastructure=(
+                {"cause": refused[0].name, "why": refused[0].why, "evidence": refused[1]}
+                if refused
+                else None
+            ),
         )
     return snap
 
@@ -209,11 +244,16 @@ def _absent(label, case_id, before, after_snap, after=None) -> dict:
     return change
 
 
-def compare(baseline: dict, candidate: dict, thresholds: Thresholds = Thresholds()) -> dict:
+def compare(
+    baseline: dict, candidate: dict, thresholds: Thresholds = Thresholds(), differ=None
+) -> dict:
+    """`differ`: how the sides' hardware or build kind differ (infra.difference), None where
+    they are the same: an infra-like failure on one side only is infrastructure only then."""
     result = {
         key: []
         for key in (
             "regressions",
+            "infra",
             "declared",
             "fixes",
             "xfail_changes",
@@ -253,11 +293,16 @@ def compare(baseline: dict, candidate: dict, thresholds: Thresholds = Thresholds
                 {"target": label, "case": None, "reason": "no test results on either side"}
             )
         compared = coverage["cases_compared"]
-        known = len(result["one_side"])
-        case_regressions = _compare_cases(label, before, after, thresholds, result, coverage)
+        known, known_infra = len(result["one_side"]), len(result["infra"])
+        case_regressions = _compare_cases(
+            label, before, after, thresholds, result, coverage, differ
+        )
         coverage["targets_compared"] += coverage["cases_compared"] > compared
-        _compare_target(label, before, after, thresholds, result, case_regressions)
+        # Cases that show why the candidate is red: regressions, and what infra stopped.
+        shown = case_regressions + len(result["infra"]) - known_infra
+        _compare_target(label, before, after, thresholds, result, shown)
         _unrun_in_red_targets(label, before, after, result, known)
+        _infra_targets(label, before, after, result, known_infra)
     result["coverage"] = coverage
     return result
 
@@ -286,6 +331,31 @@ def regressed(old, new) -> bool:
     return old.outcome == "xfail" and new.outcome in BAD + NOT_RUN
 
 
+def _as_run(case):
+    """The case as its body ran: one that passed against a stale expectation (which failed it)
+    passed."""
+    if case is None or case.stale is None:
+        return case
+    return dataclasses.replace(case, outcome="passed", declared=None)
+
+
+def _failure(case) -> str | None:
+    """A failed case's first failure line; None where it did not fail."""
+    return case.message if case is not None and case.outcome in BAD else None
+
+
+def _stale_item(case, snap: TargetSnapshot, other=None) -> dict:
+    """The stale expectation, the file that holds it (a declaration's), and whether the other
+    side's run still needs it (`other_needs_it`: it failed or skipped as the same kind of
+    expectation accepts)."""
+    by = case.stale.get("by")
+    if by == "marker":
+        needs = other is not None and other.outcome == "xfail" and not other.declared
+        return dict(case.stale, other_needs_it=needs)
+    needs = _declared_kind(other) in ("fail", "skip")
+    return dict(case.stale, file=snap.expectations, other_needs_it=needs)
+
+
 def _ran(case) -> bool:
     return case is not None and case.outcome not in NOT_RUN
 
@@ -299,16 +369,44 @@ def _not_run(case, side: str) -> str:
     return f"skipped on the {side}" + (f" ({case.message})" if case.message else "")
 
 
-def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
+def _compare_cases(label, before, after, thresholds, result, coverage, differ=None) -> int:
     regressions = 0
     after_red = after.status not in bep.GREEN
     before_empty = not before.cases and before.status not in bep.GREEN
     hung = _hung_case(after)
     for case_id in sorted(set(before.cases) | set(after.cases)):
         old, new = before.cases.get(case_id), after.cases.get(case_id)
+        change = _change(label, case_id, old, new)
+        # Compared as its body ran: a pass against a stale expectation is a pass (a fix where it
+        # failed on the baseline), with the expectation named for its removal.
+        for side, case, snap, other in (
+            ("baseline", old, before, new),
+            ("candidate", new, after, old),
+        ):
+            if case is not None and case.stale is not None:
+                change[side] = "passed (stale expectation)"
+                key = "baseline_stale" if side == "baseline" else "stale"
+                change[key] = _stale_item(case, snap, other)
+        old, new = _as_run(old), _as_run(new)
+        verdict = infra.judge(_failure(old), _failure(new), differ)
+        if verdict is not None and verdict.pop("infra"):
+            result["infra"].append(dict(change, **verdict))
+            continue
+        if verdict is not None:
+            change["infra_suspect"] = verdict
+        side_refused = (
+            ("candidate", after.infrastructure)
+            if new is None
+            else ("baseline", before.infrastructure)
+        )
+        if (old is None or new is None) and side_refused[1]:
+            side, refused = side_refused
+            result["infra"].append(
+                dict(change, side=side, rule=f"no test ran on the {side}", **refused)
+            )
+            continue
         both_ran = _ran(old) and _ran(new)
         coverage["cases_compared"] += both_ran
-        change = _change(label, case_id, old, new)
         if _declared_kind(new) is not None:
             if as_declared(new):
                 if old is not None and old.outcome in GOOD and not old.declared:
@@ -381,7 +479,7 @@ def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
             regressions += 1
         else:
             if old.outcome != new.outcome:
-                if old.outcome in BAD and new.outcome == "passed":
+                if old.outcome in BAD + ("xfail",) and new.outcome == "passed":
                     result["fixes"].append(change)
                 elif "xfail" in (old.outcome, new.outcome) and {old.outcome, new.outcome} <= {
                     "xfail",
@@ -391,6 +489,8 @@ def _compare_cases(label, before, after, thresholds, result, coverage) -> int:
                     result["xfail_changes"].append(change)
                 else:
                     result["other_changes"].append(change)
+            elif "stale" in change:  # passed on both sides; the candidate's expectation is stale
+                result["other_changes"].append(change)
             elif old.outcome == "xfail" and old.message != new.message:
                 change["baseline_message"] = old.message
                 result["xfail_message_changes"].append(change)
@@ -442,7 +542,11 @@ def _unrun_in_red_targets(label, before, after, result, known: int) -> None:
     for side, snap in (("baseline", before), ("candidate", after)):
         red = snap.status not in bep.GREEN and snap.status != bep.SKIPPED
         unrun = BAD + ("xpass", junit.NEVER_RAN)
-        explained = any(c.outcome in unrun for c in snap.cases.values()) or snap.hung
+        explained = (
+            any(c.outcome in unrun or c.stale for c in snap.cases.values())
+            or snap.hung
+            or snap.infrastructure
+        )
         if red and snap.cases and not explained:
             why = snap.first_error or "see its log"
             result["one_side"].append(
@@ -454,8 +558,26 @@ def _unrun_in_red_targets(label, before, after, result, known: int) -> None:
             )
 
 
-def _compare_target(label, before, after, thresholds, result, case_regressions) -> None:
-    if before.status in bep.GREEN and after.status != "PASSED" and not case_regressions:
+def _infra_targets(label, before, after, result, known: int) -> None:
+    """A side that ran no test of the target for the host's sake, where no case showed it."""
+    for side, snap in (("baseline", before), ("candidate", after)):
+        shown = any(i["target"] == label and i["side"] == side for i in result["infra"][known:])
+        if snap.infrastructure and not shown:
+            result["infra"].append(
+                {"target": label, "case": None, "side": side, "rule": f"no test ran on the {side}"}
+                | snap.infrastructure
+            )
+
+
+def _compare_target(label, before, after, thresholds, result, shown_by_cases) -> None:
+    # A candidate red for a stale expectation only, or for the host's sake, shows no regression.
+    explained = after.infrastructure or any(c.stale for c in after.cases.values())
+    if (
+        before.status in bep.GREEN
+        and after.status != "PASSED"
+        and not shown_by_cases
+        and not explained
+    ):
         message = after.first_error or f"target {after.status}"
         if after.status == "FLAKY":
             message = "FLAKY: passed only on a retry; " + (after.first_error or "see the logs")

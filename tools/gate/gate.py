@@ -38,7 +38,11 @@ did not pass on the candidate, whatever explains it (an xfail marker, a declared
 skip, not applicable there), unless --accept-declared accepts the outcomes a declaration or a
 marker explains (declared fail/skip, not applicable, xfail); 4 incomplete: no regression, but
 something ran on one side only or on neither (a skip, a case that never ran, a definition never
-collected; report.md lists what and why); 2 a bad side; 3 Bazel failed to run.
+collected), or could not be compared for infrastructure (tools/gate/infra.py: no NVIDIA driver
+or no visible GPU for a CUDA build, CUDA out of memory, a rendezvous timeout, a refused GPU
+lease, a lost remote worker; report.md lists what and why); 2 a bad side; 3 Bazel failed to
+run. A fix (a failure whose body now passes, also against a stale declaration or xfail marker)
+never counts against the verdict.
 
 Outcomes and facts (hangs, peak RSS, what never ran) come from the runner's record of each
 shard in its test.xml (tools/results), never from its log lines; a saved run from before the
@@ -65,6 +69,7 @@ from tools.gate import (  # noqa: E402
     candidate,
     compare,
     culprit,
+    infra,
     patterns,
     repeats,
     report,
@@ -337,7 +342,7 @@ def _verdict(target, snap, item) -> dict:
             failed_runs += any(a.status != "PASSED" for a in attempts)
             continue
         outcomes = [
-            c.outcome
+            "passed" if c.stale else c.outcome  # its body passed (a stale expectation failed it)
             for a in attempts
             if a.xml and a.xml.is_file()
             for c in junit.cases(a.xml)
@@ -386,6 +391,45 @@ def _newly_declared(result: dict, candidate_torch: str | None, accept: bool) -> 
             result["declared"].append(
                 dict(item, declared=f"{item['message']} (accepted: --accept-declared)")
             )
+
+
+def stale_edit(item: dict, baseline_torch: str | None, candidate_torch: str | None) -> str:
+    """The edit that removes the stale expectation of a case whose body passed on the
+    candidate (item["stale"], compare.py): the entry, or the candidate's release from it where
+    the baseline's release still needs it."""
+    stale, cand, base = item["stale"], release(candidate_torch), release(baseline_torch)
+    still = stale.get("other_needs_it")  # the baseline failed or skipped as it declares
+    if stale.get("by") == "marker":
+        if still:
+            marker = "the test's xfail marker (or expectedFailure)"
+            return f"make {marker} condition leave torch {cand} out"
+        return "remove the test's xfail marker (or unittest.expectedFailure)"
+    where = stale.get("file") or "the target's expectations file"
+    if stale.get("entry") is None:  # a run saved before the record: no entry named
+        return f"in {where}, remove the {stale.get('outcome')} declared for this test on {cand}"
+    entry = f"[[expect]] #{stale['entry']} (test = {stale['test']!r})"
+    if any(c in stale["test"] for c in "*?"):
+        return (
+            f"in {where}, {entry} is a pattern: leave this test out of it (and lower its count), "
+            "or declare the tests that still fail one by one"
+        )
+    torch = stale.get("torch")
+    if torch:
+        rest = [r for r in torch if r != cand]
+        if rest:
+            return f"in {where}, {entry}: remove {cand!r} from torch = {torch}"
+        return f"in {where}, delete {entry} (its torch = {torch} names only {cand})"
+    if still:
+        return f"in {where}, {entry}: add torch = [{base!r}] (still needed on {base} only)"
+    return f"in {where}, delete {entry}"
+
+
+def _stale_edits(result: dict, baseline_torch: str | None, candidate_torch: str | None) -> None:
+    """Every item whose candidate body passed against a stale expectation gets its edit."""
+    for items in result.values():
+        for item in items if isinstance(items, list) else []:
+            if item.get("stale"):
+                item["stale"]["edit"] = stale_edit(item, baseline_torch, candidate_torch)
 
 
 def main(argv=None) -> int:
@@ -494,7 +538,11 @@ def main(argv=None) -> int:
         rss_mib=args.rss_min_mib,
     )
     snaps = {role: run["snapshot"] for role, run in runs.items()}
-    result = compare.compare(snaps["baseline"], snaps["candidate"], thresholds)
+    fingerprints = {
+        side.role: sides.fingerprint(side, runs[side.role]["output_base"]) for side in gate_sides
+    }
+    differ = infra.difference(fingerprints["baseline"], fingerprints["candidate"])
+    result = compare.compare(snaps["baseline"], snaps["candidate"], thresholds, differ)
     by_role = {side.role: side for side in gate_sides}
     for item in result["skipped_one_side"]:
         role = "baseline" if item["baseline"] == bep.SKIPPED else "candidate"
@@ -503,10 +551,8 @@ def main(argv=None) -> int:
         if item.get("skip", {}).get("reason"):
             item["reason"] = f"SKIPPED on one side: {item['skip']['reason']}"
         item.pop("skip", None)
-    fingerprints = {
-        side.role: sides.fingerprint(side, runs[side.role]["output_base"]) for side in gate_sides
-    }
     _newly_declared(result, fingerprints["candidate"].get("torch"), args.accept_declared)
+    _stale_edits(result, *(fingerprints[role].get("torch") for role in ("baseline", "candidate")))
     if args.repeat:
         repeated = _leave_out(
             gate.repeat(by_role["candidate"], args.targets, args.repeat), left_out
@@ -534,9 +580,7 @@ def main(argv=None) -> int:
     packages = {
         side.role: sides.packages(side, runs[side.role]["output_base"]) for side in gate_sides
     }
-    regressions = len(result["regressions"])
-    incomplete = any(result[key] for key in compare.COVERAGE_KEYS)
-    code = EXIT_REGRESSION if regressions else EXIT_INCOMPLETE if incomplete else 0
+    code = exit_code(result)
     data = {
         "targets": " ".join(args.targets)
         + (
@@ -592,6 +636,14 @@ def main(argv=None) -> int:
     verdict = report.verdict(data)
     print(f"gate: {verdict}; report: {gate.out / 'report.md'} (and report.json)")
     return code
+
+
+def exit_code(result: dict) -> int:
+    """1 a regression; else 4 where something ran on one side only or was not compared for
+    infrastructure (tools/gate/infra.py); else 0. A fix never counts against the verdict."""
+    if result["regressions"]:
+        return EXIT_REGRESSION
+    return EXIT_INCOMPLETE if any(result[key] for key in compare.COVERAGE_KEYS) else 0
 
 
 def _leave_out(run: dict, labels) -> dict:

@@ -5,8 +5,8 @@ import os
 import pathlib
 
 TITLES = (
-    ("fixes", "Fixes (failed → passed)"),
-    ("xfail_changes", "Expected failures changed (xfail ↔ xpass)"),
+    ("fixes", "Fixes (failed, error or expected failure → passed; never a regression)"),
+    ("xfail_changes", "Expected failures changed (xfail → xpass, xpass|passed → xfail)"),
     ("xfail_message_changes", "Expected failures that now fail differently (type or message)"),
     ("declared", "Declared outcomes on the candidate (expectations files)"),
     ("other_changes", "Other outcome changes"),
@@ -108,7 +108,7 @@ def _tree_warnings(data: dict) -> list[str]:
 VERDICTS = {
     0: "complete, no regressions",
     1: "REGRESSED",
-    4: "INCOMPLETE (no regression, but not everything ran on both sides)",
+    4: "INCOMPLETE (no regression, but not everything ran on both sides or could be compared)",
 }
 
 
@@ -119,7 +119,8 @@ def verdict(data: dict) -> str:
         f"{VERDICTS[data['exit_code']]} (exit {data['exit_code']}): "
         f"{len(result['regressions'])} regressions; compared on both sides: "
         f"{cov['targets_compared']} of {cov['targets']} targets, {cov['cases_compared']} cases; "
-        f"{len(result['one_side'])} ran on one side only"
+        f"{len(result['one_side'])} ran on one side only; "
+        f"{len(result['infra'])} not compared for infrastructure"
     )
 
 
@@ -140,6 +141,34 @@ def _builds(data: dict) -> str:
         return f"{role} torch {fp.get('torch')} ({cuda})"
 
     return f"{build('baseline')} vs {build('candidate')}"
+
+
+def _stale_what(stale: dict) -> str:
+    if stale.get("by") == "marker":
+        return "xfail marker"
+    return f"declared {stale.get('outcome')}"
+
+
+def _infra_section(items: list) -> list[str]:
+    """Cases and targets not compared for the host's or a build's sake, grouped by target,
+    side and evidence (tools/gate/infra.py)."""
+    if not items:
+        return []
+    lines = ["", "## Infrastructure (not compared: the host or a side's build, not torch)", ""]
+    groups = {}
+    for item in items:
+        key = (item["target"], item["side"], item["cause"], item["evidence"], item["rule"])
+        groups.setdefault(key, []).append(item)
+    for (target, side, cause, evidence, rule), group in groups.items():
+        cases = [i["case"] for i in group if i.get("case")]
+        what = f"{len(cases)} case{'' if len(cases) == 1 else 's'}" if cases else "whole target"
+        shown = ", ".join(f"`{c}`" for c in cases[:5]) + (" …" if len(cases) > 5 else "")
+        lines.append(
+            f"- `{target}` ({what}{': ' + shown if cases else ''}): {cause} on "
+            f"{'both sides' if side == 'both' else 'the ' + side}, {group[0]['why']}; {rule}; "
+            f"evidence: `{_short(evidence)}`"
+        )
+    return lines
 
 
 def markdown(data: dict, out=None) -> str:
@@ -189,6 +218,11 @@ def markdown(data: dict, out=None) -> str:
         if item.get("stack"):
             stack = "\n".join("     " + line for line in item["stack"].splitlines())
             out_lines += ["   - stack when it was stopped:", "", "     ```", stack, "     ```"]
+        if item.get("infra_suspect"):
+            suspect = item["infra_suspect"]
+            out_lines.append(
+                f"   - {suspect['rule']}: {suspect['why']} (`{_short(suspect['evidence'])}`)"
+            )
         if item.get("bisect"):
             out_lines.append(f"   - culprit release: {item['bisect']['line']}")
         out_lines.append(f"   - log: {_link(item['log'], out)}")
@@ -197,6 +231,7 @@ def markdown(data: dict, out=None) -> str:
             out_lines.append(f"   - re-run logs: {', '.join(reruns)}")
         if item.get("reproduce"):
             out_lines.append(f"   - reproduce: `{item['reproduce']}`")
+    out_lines += _infra_section(result["infra"])
     if result["one_side"]:
         out_lines += ["", "## Ran on one side only (coverage is incomplete)", ""]
         for item in result["one_side"]:
@@ -216,6 +251,8 @@ def markdown(data: dict, out=None) -> str:
                     extra = f": `{_short(item['baseline_message'])}` → `{_short(item['message'])}`"
                 elif key == "declared":
                     extra = f" ({_short(item['declared'])})"
+                if item.get("stale"):
+                    extra += f"; stale {_stale_what(item['stale'])}: {item['stale'].get('edit')}"
                 out_lines.append(f"- {_where(item)}: {_transition(item)}{extra}")
     if result["skipped_both"]:
         out_lines += ["", "## SKIPPED on both sides (this host cannot run them)", ""]

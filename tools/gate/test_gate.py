@@ -23,6 +23,7 @@ from tools.gate import (
     culprit,
     gate,
     hardware,
+    infra,
     patterns,
     repeats,
     report,
@@ -77,13 +78,13 @@ class Fake:
         self, side: str, label: str, cases: list, log="", status=None, **facts
     ) -> bep.Target:
         """One shard whose test.xml holds the runner's record: `cases` are (name, witnessed
-        outcome[, seconds, detail, declared reason]), `facts` the record's other fields. Its
+        outcome[, seconds, detail, declared reason, stale]), `facts` the record's other fields. Its
         JUnit says every case that ran passed, as a test that rewrote pytest's reports would
         have it: the witness's outcome is the one that counts."""
         rec = record.ShardRecord(**facts)
         for name, outcome, *rest in cases:
-            detail, declared = (list(rest[1:]) + ["", None])[:2]
-            rec.cases[f"m.py::C::{name}"] = record.Case(outcome, detail, declared)
+            detail, declared, stale = (list(rest[1:]) + ["", None, None][len(rest[1:]) :])[:3]
+            rec.cases[f"m.py::C::{name}"] = record.Case(outcome, detail, declared, stale)
         green = all(c.outcome in record.GREEN for c in rec.cases.values()) and not rec.problems
         rec.verdict = record.PASSED if green else record.FAILED
         ran = [(c[0], "passed", *c[2:3]) for c in cases if c[1] != "never_ran"]
@@ -633,6 +634,7 @@ class DeclarationTest(unittest.TestCase):
         self.assertIn("(accepted: --accept-declared)", accepted["declared"][0]["declared"])
 
     def test_an_outcome_that_does_not_match_its_declaration_is_a_regression(self):
+        # b failed on the baseline and passes against its declared fail: a fix (FixTest).
         result = _pair(
             {"//p:t": ("PASSED", [("a", "passed"), ("b", "failed")], "")},
             {
@@ -646,10 +648,294 @@ class DeclarationTest(unittest.TestCase):
         self.assertEqual(result["declared"], [])
         self.assertEqual(
             [(i["case"], i["message"]) for i in result["regressions"]],
-            [
-                ("m.C::a", "declared skip: needs cuda, but it failed: AssertionError: a broke"),
-                ("m.C::b", "declared fail: 2.15 records aten.view, but it passed"),
-            ],
+            [("m.C::a", "declared skip: needs cuda, but it failed: AssertionError: a broke")],
+        )
+        (fix,) = result["fixes"]
+        self.assertEqual((fix["case"], fix["candidate"]), ("m.C::b", "passed (stale expectation)"))
+
+
+EXPECTATIONS = "pkg/m.expectations.toml"
+
+
+def _stale(entry=1, torch=None, test="m.py::C::a") -> dict:
+    """The record's stale declaration: [[expect]] #entry, outcome fail."""
+    return {"by": "expectations", "entry": entry, "test": test, "outcome": "fail", "torch": torch}
+
+
+class FixTest(unittest.TestCase):
+    """A case failing or declared failing on the baseline whose body passes on the candidate is
+    FIXED, its stale expectation named with the edit that removes it (issue 64)."""
+
+    def _gated(self, baseline: tuple, candidate: tuple) -> dict:
+        result = _recorded_pair(
+            {"//p:t": ([baseline, ("ok", "passed")], {"expectations": EXPECTATIONS})},
+            {"//p:t": ([candidate, ("ok", "passed")], {"expectations": EXPECTATIONS})},
+        )
+        gate._newly_declared(result, "2.15.0", accept=False)
+        gate._stale_edits(result, "2.13.0+cpu", "2.15.0")
+        return result
+
+    def test_a_declared_fail_whose_body_now_passes_is_a_fix_with_its_edit(self):
+        why = "declared fail (off by one), but it passed"  # the runner's words: not read
+        result = self._gated(
+            ("a", "declared_fail", 0.1, "AssertionError: off by one", "off by one"),
+            ("a", "failed", 0.1, why, None, _stale()),
+        )
+        self.assertEqual(result["regressions"], [])
+        (fix,) = result["fixes"]
+        self.assertEqual(
+            (fix["case"], fix["baseline"], fix["candidate"]),
+            ("m.C::a", "xfail", "passed (stale expectation)"),
+        )
+        self.assertEqual(fix["stale"]["file"], EXPECTATIONS)
+        # The entry declares every release: the baseline's still fails, so it keeps it.
+        self.assertEqual(
+            fix["stale"]["edit"],
+            f"in {EXPECTATIONS}, [[expect]] #1 (test = 'm.py::C::a'): add torch = ['2.13'] "
+            "(still needed on 2.13 only)",
+        )
+        self.assertEqual(gate.exit_code(result), 0)
+        self.assertEqual(result["coverage"]["cases_compared"], 2)
+
+    def test_a_failure_that_passes_against_a_declaration_for_the_candidate_only(self):
+        result = self._gated(
+            ("a", "failed", 0.1, "AssertionError: off by one"),
+            ("a", "failed", 0.1, "stale", None, _stale(entry=4, torch=["2.15"])),
+        )
+        (fix,) = result["fixes"]
+        self.assertEqual(
+            fix["stale"]["edit"],
+            f"in {EXPECTATIONS}, delete [[expect]] #4 (test = 'm.py::C::a') "
+            "(its torch = ['2.15'] names only 2.15)",
+        )
+        self.assertEqual(gate.exit_code(result), 0)
+
+    def test_an_xfail_whose_body_now_passes_is_a_fix_naming_the_marker(self):
+        result = self._gated(
+            ("a", "xfail", 0.1, "AssertionError: known"),
+            ("a", "failed", 0.1, "expected to fail, but it passed", None, {"by": "marker"}),
+        )
+        self.assertEqual(result["regressions"], [])
+        (fix,) = result["fixes"]
+        self.assertEqual(
+            fix["stale"]["edit"],
+            "make the test's xfail marker (or expectedFailure) condition leave torch 2.15 out",
+        )
+
+    def test_a_pass_on_both_sides_against_a_stale_candidate_declaration_is_no_regression(self):
+        # The candidate's target is red for the stale entry alone: no regression, no target one.
+        result = self._gated(
+            ("a", "passed"), ("a", "failed", 0.1, "stale", None, _stale(torch=["2.14", "2.15"]))
+        )
+        self.assertEqual((result["regressions"], result["one_side"]), ([], []))
+        (item,) = result["other_changes"]
+        self.assertEqual(
+            item["stale"]["edit"],
+            f"in {EXPECTATIONS}, [[expect]] #1 (test = 'm.py::C::a'): remove '2.15' from "
+            "torch = ['2.14', '2.15']",
+        )
+        self.assertEqual(gate.exit_code(result), 0)
+
+    def test_a_body_that_fails_after_passing_against_a_stale_baseline_entry_regressed(self):
+        result = self._gated(
+            ("a", "failed", 0.1, "stale", None, _stale()),
+            ("a", "failed", 0.1, "AssertionError: broke"),
+        )
+        (item,) = result["regressions"]
+        self.assertEqual(
+            (item["baseline"], item["candidate"]), ("passed (stale expectation)", "failed")
+        )
+
+    def test_a_declared_skip_on_the_baseline_that_runs_and_passes_on_the_candidate(self):
+        stale = dict(_stale(entry=2), outcome="skip")
+        result = self._gated(
+            ("a", "declared_skip", 0.1, "requires cuda", "needs a GPU"),
+            ("a", "failed", 0.1, "declared skip (needs a GPU), but it passed", None, stale),
+        )
+        self.assertEqual(result["regressions"], [])
+        (item,) = result["other_changes"]
+        self.assertEqual(
+            item["stale"]["edit"],
+            f"in {EXPECTATIONS}, [[expect]] #2 (test = 'm.py::C::a'): add torch = ['2.13'] "
+            "(still needed on 2.13 only)",
+        )
+        # It ran on the candidate only: not compared, the verdict incomplete.
+        self.assertEqual([i["reason"] for i in result["one_side"]], ["ran on the candidate only"])
+
+    def test_a_rerun_that_passes_against_a_stale_expectation_is_a_pass(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Fake(pathlib.Path(tmp))
+            target = fake.recorded("r", "//p:t", [("a", "failed", 0.1, "AssertionError: x")])
+            rerun = fake.recorded("r2", "//p:t", [("a", "failed", 0.1, "stale", None, _stale())])
+            target.attempts.append(dataclasses.replace(rerun.attempts[0], run=2))
+            verdict = gate._verdict(target, None, {"case": "m.C::a", "node_id": "m.py::C::a"})
+        self.assertEqual(verdict["failed_runs"], 2)  # the gate's own run, and run 1
+
+    def test_the_report_names_the_fix_and_its_edit(self):
+        result = self._gated(
+            ("a", "declared_fail", 0.1, "AssertionError: off by one", "off by one"),
+            ("a", "failed", 0.1, "stale", None, _stale()),
+        )
+        text = report.markdown(_report_data(result, gate.exit_code(result)))
+        self.assertIn("**complete, no regressions (exit 0)", text)
+        self.assertIn(
+            "- `//p:t` `m.C::a`: xfail → passed (stale expectation); stale declared fail: in "
+            f"{EXPECTATIONS}, [[expect]] #1",
+            text,
+        )
+
+
+def _report_data(result: dict, code: int, cuda=(None, None)) -> dict:
+    """What report.markdown reads, around a comparison."""
+    return {
+        "targets": "//p:t",
+        "thresholds": {"durations": "±25 % and ≥ 2 s", "rss": "±25 % and ≥ 256 MiB"},
+        "sides": {
+            role: {
+                "description": role,
+                "output_base": "/ob",
+                "fingerprint": {"torch": "2.x", "cuda": c, "python": "3.11", "gpus": []},
+            }
+            for role, c in zip(("baseline", "candidate"), cuda, strict=True)
+        },
+        "comparison": result,
+        "target_status": {},
+        "exit_code": code,
+        "wall_s": 1.0,
+    }
+
+
+NO_DRIVER = (
+    "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
+    "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx"
+)
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has ..."
+CPU_BUILD, CUDA_BUILD = {"cuda": None, "gpus": []}, {"cuda": "13.0", "gpus": []}
+
+
+class InfraTest(unittest.TestCase):
+    """What the host or a side's build caused is INFRA: its own section, never a regression and
+    never green (issue 64, tools/gate/infra.py)."""
+
+    def _gated(self, baseline: list, candidate: list, differ=None, facts=({}, {})) -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Fake(pathlib.Path(tmp))
+            snaps = [
+                compare.snapshot({"//p:t": fake.recorded(side, "//p:t", cases, **f)})
+                for side, cases, f in (("b", baseline, facts[0]), ("c", candidate, facts[1]))
+            ]
+        return compare.compare(*snaps, differ=differ)
+
+    def test_a_cuda_candidate_on_a_cpu_host_finding_no_driver_is_infra(self):
+        differ = infra.difference(CPU_BUILD, CUDA_BUILD)
+        self.assertEqual(differ, "baseline torch is a CPU build, candidate a CUDA 13.0 build")
+        result = self._gated(
+            [("a", "passed"), ("b", "passed")],
+            [("a", "failed", 0.1, NO_DRIVER), ("b", "passed")],
+            differ,
+        )
+        self.assertEqual(result["regressions"], [])
+        (item,) = result["infra"]
+        self.assertEqual(
+            (item["case"], item["side"], item["cause"], item["evidence"]),
+            ("m.C::a", "candidate", "no_nvidia_driver", NO_DRIVER),
+        )
+        self.assertEqual(item["rule"], f"the sides differ: {differ}")
+        self.assertEqual(result["coverage"]["cases_compared"], 1)  # b only
+        self.assertEqual(gate.exit_code(result), gate.EXIT_INCOMPLETE)
+        text = report.markdown(_report_data(result, gate.exit_code(result), (None, "13.0")))
+        self.assertIn("1 not compared for infrastructure", text)
+        self.assertIn(
+            "- `//p:t` (1 case: `m.C::a`): no_nvidia_driver on the candidate, a CUDA build of "
+            "torch on a host without an NVIDIA driver; the sides differ: ",
+            text,
+        )
+
+    def test_the_same_evidence_on_the_candidate_only_on_the_same_hardware_stays_a_regression(self):
+        result = self._gated([("a", "passed")], [("a", "failed", 0.1, OOM)])
+        (item,) = result["regressions"]
+        self.assertEqual(result["infra"], [])
+        self.assertEqual(item["infra_suspect"]["cause"], "cuda_out_of_memory")
+        self.assertIn("on the candidate only, on the same hardware", item["infra_suspect"]["rule"])
+        self.assertEqual(gate.exit_code(result), gate.EXIT_REGRESSION)
+
+    def test_infra_evidence_on_both_sides_is_never_green(self):
+        # Failed the same on both sides: no outcome changed, yet the case was never compared.
+        result = self._gated([("a", "failed", 0.1, OOM)], [("a", "failed", 0.1, OOM)])
+        (item,) = result["infra"]
+        self.assertEqual((item["side"], item["cause"]), ("both", "cuda_out_of_memory"))
+        self.assertEqual(gate.exit_code(result), gate.EXIT_INCOMPLETE)
+
+    def test_a_candidate_whose_gpu_lease_was_refused_is_infra_not_a_regression(self):
+        refused = "cannot run on this host: variant 'multi_gpu' needs 2 GPUs, found 0"
+        result = self._gated(
+            [("a", "passed"), ("b", "passed")],
+            [],
+            facts=({}, {"infrastructure": refused, "problems": [f"GPU lease failed: {refused}"]}),
+        )
+        self.assertEqual(result["regressions"], [])
+        self.assertEqual(
+            [(i["case"], i["cause"], i["evidence"]) for i in result["infra"]],
+            [("m.C::a", "gpu_lease_refused", refused), ("m.C::b", "gpu_lease_refused", refused)],
+        )
+        self.assertEqual(result["one_side"], [])
+        self.assertEqual(gate.exit_code(result), gate.EXIT_INCOMPLETE)
+
+    def test_a_test_action_remote_execution_lost_is_infra(self):
+        # Bazel's error as tools/remote/README.md shows it for a pool whose worker died.
+        stderr = (
+            "ERROR: /w/rigtest/BUILD.bazel:27:12: Testing //p:t failed: (Exit 34): Remote "
+            "Execution Failure:\nFailed Precondition: no live worker in pool 'gpu-h200-x1' for "
+            "10 s: its workers are dead or missing\n"
+        )
+        events = [
+            {"id": {"targetConfigured": {"label": "//p:t"}}, "configured": {"testSize": "SMALL"}},
+            {"id": {"progress": {"opaqueCount": 1}}, "progress": {"stderr": stderr}},
+            {
+                "id": {"targetCompleted": {"label": "//p:t"}},
+                "children": [{"testSummary": {"label": "//p:t"}}],
+                "completed": {},
+            },
+        ]
+        lost = bep.parse(json.dumps(e) for e in events)["//p:t"]
+        self.assertEqual(
+            lost.bazel_error,
+            "(Exit 34): Remote Execution Failure: Failed Precondition: no live worker in pool "
+            "'gpu-h200-x1' for 10 s: its workers are dead or missing",
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Fake(pathlib.Path(tmp))
+            before = compare.snapshot({"//p:t": fake.recorded("b", "//p:t", [("a", "passed")])})
+        result = compare.compare(before, compare.snapshot({"//p:t": lost}))
+        self.assertEqual(result["regressions"], [])
+        (item,) = result["infra"]
+        self.assertEqual((item["case"], item["cause"]), ("m.C::a", "remote_execution_failure"))
+        self.assertEqual(gate.exit_code(result), gate.EXIT_INCOMPLETE)
+
+    def test_only_the_exact_texts_are_infra(self):
+        for text in (
+            "AssertionError: 'Found no NVIDIA driver on your system.' != ''",  # a test's own
+            "RuntimeError: CUDA error: out of memory",  # not the allocator's message
+            "torch.OutOfMemoryError: CUDA out of memory",  # no allocation named
+            "RuntimeError: Found no NVIDIA drivers",
+            "RuntimeError: No CUDA GPUs are available on rank 1",
+            "torch.distributed.DistStoreError: Timed out after 30 seconds waiting for the key",
+        ):
+            self.assertIsNone(infra.case_cause(text), text)
+        self.assertEqual(
+            infra.case_cause("RuntimeError: No CUDA GPUs are available").name, "no_visible_gpu"
+        )
+        self.assertEqual(
+            infra.case_cause(
+                "torch.distributed.DistStoreError: Timed out after 301 seconds waiting for "
+                "clients. 1/2 clients joined."
+            ).name,
+            "nccl_rendezvous_timeout",
+        )
+        self.assertEqual(infra.difference(CUDA_BUILD, dict(CUDA_BUILD, cuda="12.8")), None)
+        self.assertIn(
+            "GPUs differ",
+            infra.difference(dict(CUDA_BUILD, gpus=["H200"]), dict(CUDA_BUILD, gpus=["H100"])),
         )
 
 

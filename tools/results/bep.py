@@ -30,6 +30,10 @@ What Bazel 4.2.3 writes (checked on this repository's targets):
   posted (NO STATUS).
 - a test target left out by --test_tag_filters is completed without test children: not listed.
 - `buildFinished.finished.finishTimeMillis`: when the invocation ended.
+- a test action that failed to execute (remote execution lost it: "ERROR: <BUILD file>: Testing
+  //x:t failed: (Exit 34): Remote Execution Failure:" and the next line, "Failed Precondition:
+  no live worker in pool ...", tools/remote/README.md): only the `progress` event's stderr says
+  why; Target.bazel_error keeps that text (the gate's infra.py reads it).
 
 The files an attempt names live in the output base's testlogs, which the next `bazel test` of
 the same target overwrites (or deletes while it runs). read() keeps only files this invocation
@@ -51,6 +55,10 @@ NO_STATUS = "NO STATUS"
 FAILED_TO_BUILD = "FAILED TO BUILD"
 EXPLICIT_INCOMPATIBLE = re.compile(
     r"Target @?(//\S+) is incompatible and cannot be built, but was explicitly requested"
+)
+# Bazel's error for a test action that failed to run, and the line after it (the cause).
+TESTING_FAILED = re.compile(
+    r"^ERROR: [^\n]*?: Testing @?(//\S+) failed: ([^\n]*)(?:\n([^\n]*))?", re.M
 )
 # The prefix of test output URIs in a saved run's events.json (tools/gate/save_run.py).
 SAVED_RUN = "file:///saved-run/"
@@ -99,6 +107,7 @@ class Target:
     shard_count: int = 1
     run_count: int = 1
     tags: tuple = ()  # the target's tags (its variant's among them: tools/gate/variant_plan)
+    bazel_error: str = ""  # Bazel's error where its test action failed to run (the docstring)
 
     @property
     def cached(self) -> bool:
@@ -170,6 +179,7 @@ def parse(lines) -> dict[str, Target]:
     summarized: set[str] = set()
     incompatible: set[str] = set()  # named explicitly, incompatible with the platform
     patterns: list[str] = []  # the invocation's target patterns
+    bazel_errors: dict[str, str] = {}  # label -> Bazel's error for its test action
 
     def target(label: str) -> Target:
         return targets.setdefault(label, Target(label))
@@ -182,7 +192,10 @@ def parse(lines) -> dict[str, Target]:
         if kind == "pattern":
             patterns += event_id.get("pattern", [])
         elif kind == "progress":
-            incompatible.update(EXPLICIT_INCOMPATIBLE.findall(event["progress"].get("stderr", "")))
+            stderr = event["progress"].get("stderr", "")
+            incompatible.update(EXPLICIT_INCOMPATIBLE.findall(stderr))
+            for label, error, cause in TESTING_FAILED.findall(stderr):
+                bazel_errors.setdefault(label, f"{error} {cause}".strip())
         elif kind == "targetConfigured":
             configured = event.get("configured", {})
             if "testSize" in configured:
@@ -238,6 +251,9 @@ def parse(lines) -> dict[str, Target]:
     for label, target_tags in tags.items():
         if label in targets:
             targets[label].tags = target_tags
+    for label, error in bazel_errors.items():
+        if label in targets:
+            targets[label].bazel_error = error
     return {k: t for k, t in sorted(targets.items()) if not excluded(k, patterns)}
 
 

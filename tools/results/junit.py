@@ -8,8 +8,9 @@ is what the runner's witness saw them do, whatever pytest reported; pytest's ent
 their seconds (matched by node id). The record's outcomes read as pytest's below: a declared
 fail as xfail with `declared` "fail: <reason>", a declared skip as skipped with "skip: <reason>",
 not applicable as skipped with `not_applicable`, and `never_ran` (the inventory holds the case,
-no body of it was seen) as itself. Without a record (a run saved before the runner wrote one),
-pytest's own encoding is read.
+no body of it was seen) as itself; a case failed because its body passed against a stale
+expectation keeps the record's `stale` (record.py). Without a record (a run saved before the
+runner wrote one), pytest's own encoding is read.
 
 Outcomes, from how pytest encodes them:
   passed   no child element (also a non-strict xfail test that passed: pytest writes a pass)
@@ -55,6 +56,7 @@ class Case:
     declared: str | None = None  # "skip: <reason>" or "fail: <reason>"
     not_applicable: str | None = None  # why the hardware table cannot run it
     recorded_id: str | None = None  # the node id the runner's record names it by
+    stale: dict | None = None  # the record's: the body passed against this expectation
 
     @property
     def id(self) -> str:
@@ -129,6 +131,7 @@ def _witnessed(node_id: str, seen: record.Case, reported: Case | None) -> Case:
         declared=declared,
         not_applicable=not_applicable,
         recorded_id=node_id,
+        stale=seen.stale,
     )
 
 

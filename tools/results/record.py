@@ -28,6 +28,18 @@ pytest reported:
   never_ran       the inventory holds it for this shard, and no body of it was seen
 Cases another shard ran, or the user's own filter left out, are not in `cases`.
 
+What the body did is kept apart from the verdict where they part: a case whose body passed
+where a declaration (the expectations file) or a marker (xfail, unittest.expectedFailure)
+expected a failure or a skip is `failed` (its expectation is stale), and its `stale` names that
+expectation, so a reader (the upgrade gate: a fix, not a regression) tells "it passed against a
+stale expectation" from a failure without reading the detail's wording:
+  {"by": "marker"}                                   an xfail marker or expectedFailure
+  {"by": "expectations", "entry": 3, "test": "test_x.py::T::test_a", "outcome": "fail",
+   "torch": ["2.15"] or None}                        [[expect]] #3 of the shard's `expectations`
+The shard's `expectations` is the target's expectations file (workspace-relative), and its
+`infrastructure` says why no test ran where the host could not give the variant what it needs
+(no GPU visible, fewer GPUs than it needs, no lease within the timeout: tools/runner/gpu_lease.py).
+
 Standard library only: the runner's own process and the gate import it.
 """
 
@@ -62,6 +74,7 @@ class Case:
     outcome: str
     detail: str = ""  # `Type: message` of a failure, a skip's reason, what a declaration matched
     declared: str | None = None  # the declaration's reason, where one accepted the outcome
+    stale: dict | None = None  # the body passed against this expectation (above)
 
 
 @dataclasses.dataclass
@@ -93,6 +106,8 @@ class ShardRecord:
     lease: Lease | None = None
     gpu_peak_mib: int | None = None  # per GPU, the test's whole process tree
     resources: Resources | None = None
+    expectations: str | None = None  # the target's expectations file, workspace-relative
+    infrastructure: str | None = None  # why the host ran no test (a GPU lease refused), or None
     schema: int = SCHEMA
 
     @property

@@ -191,6 +191,7 @@ def _run_checked(
         rec = verdict.shard_record(
             found, done.excused, events, _declared(target, variant), variant, os.getcwd()
         )
+        rec.expectations = target.expectations
         rec.problems += _plugin_problems(events, done)
         if sharded:
             status, unstable = check.stability(collection_record.record_path(ledger), found)
@@ -355,6 +356,10 @@ def run(argv: list[str], env=os.environ) -> int:
             message = f"GPU lease failed: {error}"
             print(message, file=sys.stderr)
             _infrastructure_failure(env, message)
+            # The record says so too: its readers (the gate) tell the host's failure from torch's.
+            if env.get("XML_OUTPUT_FILE"):
+                refused = record.ShardRecord(problems=[message], infrastructure=str(error))
+                record.write(env["XML_OUTPUT_FILE"], refused, env.get("TEST_TARGET", "pytest"))
             return 1
     rec.lease = leased[0] if leased else None
     rec.gpu_peak_mib = watches[0].peak_mib if watches else None

@@ -167,10 +167,13 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
     ranks = _ranks_missing(s)
     if ranks:
         return fail("failed", ranks)
+    # The body passed: the expectation is stale, and the record names it (record.Case.stale).
     if expected is not None:
-        return fail("failed", "expected to fail (xfail / expectedFailure), but it passed")
+        why = "expected to fail (xfail / expectedFailure), but it passed"
+        return record.Case("failed", why, stale={"by": "marker"})
     if entry is not None:
-        return fail("failed", f"declared {entry.outcome} ({entry.reason}), but it passed")
+        why = f"declared {entry.outcome} ({entry.reason}), but it passed"
+        return record.Case("failed", why, stale=_stale(entry))
     return record.Case("passed")
 
 
@@ -198,6 +201,18 @@ def judge_subtests(s: Seen, case: record.Case, info: dict, entry) -> dict[str, r
         else:
             out[desc] = record.Case("failed", _text(exc))
     return out
+
+
+def _stale(entry) -> dict:
+    """The declaration a passing body contradicts, as the record names it."""
+    torch = list(entry.torch) if entry.torch else None
+    return {
+        "by": "expectations",
+        "entry": entry.index,
+        "test": entry.test,
+        "outcome": entry.outcome,
+        "torch": torch,
+    }
 
 
 def _judge_skip(skip: dict, info: dict, entry, teardown) -> record.Case:

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from tools.results import junit
+from tools.results import junit, record
 from tools.runner.tests.runner_subprocess import bazel_env, declare, run_runner, write_tests
 
 # One test skipping for want of a GPU, one running.
@@ -107,6 +107,20 @@ def test_declared_failure_that_passes_is_stale(tmp_path):
     assert (
         "test_broken: declared fail (off by one since torch 2.13), but it passed" in result.output
     )
+    # The record keeps what the body did apart from the verdict: the gate reads it, not the
+    # wording above, to call the case fixed against a stale declaration.
+    rec = record.read(tmp_path / "test.xml")
+    (broken,) = [c for n, c in rec.cases.items() if n.endswith("::test_broken")]
+    assert broken.outcome == "failed"
+    assert broken.stale == {
+        "by": "expectations",
+        "entry": 1,
+        "test": "test_fixture.py::test_broken",
+        "outcome": "fail",
+        "torch": None,
+    }
+    assert rec.expectations == str(tmp_path / "test_fixture.expectations.toml")
+    assert all(c.stale is None for n, c in rec.cases.items() if n.endswith("::test_ok"))
 
 
 def test_declared_failure_failing_otherwise_fails(tmp_path):

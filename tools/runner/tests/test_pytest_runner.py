@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tools.results import record
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, start_runner, write_tests
 
 SEVEN_TESTS = "\n".join(f"def test_{n}():\n    pass\n" for n in "abcdefg")
@@ -168,6 +169,10 @@ def test_missing_gpus_are_an_infrastructure_failure(tmp_path):
     result = run_runner(write_tests(tmp_path, "def test_a():\n    pass\n"), env)
     assert result.returncode != 0
     assert "needs 1 GPU" in infra.read_text()
+    # And the shard's record, which the gate reads (no test ran: the host's failure).
+    rec = record.read(tmp_path / "test.xml")
+    assert "needs 1 GPU, found 0" in rec.infrastructure
+    assert (rec.verdict, rec.cases) == (record.FAILED, {})
 
 
 def test_test_in_undeclared_variant_fails(tmp_path):
