@@ -199,3 +199,42 @@ def test_a_coroutine_a_wrapper_keeps_unawaited_fails_its_case(tmp_path):
     assert case.outcome == "failed", case
     assert "coroutine nobody awaited" in case.detail and "kept and never awaited" in case.detail
     assert _case(result, "test_fixture.py::test_plain").outcome == "passed"
+
+
+# A target already red for a known failure; its subtest i=2 regresses where BOUND drops to 1.
+GATED = """
+    import unittest
+
+    class T(unittest.TestCase):
+        def test_known_bad(self):
+            self.fail("a known failure, on both sides")
+
+        def test_bounded(self):
+            for i in range(3):
+                with self.subTest(i=i):
+                    self.assertLessEqual(i, BOUND, "beyond the bound")
+    """
+
+
+def test_a_subtest_regression_in_a_red_target_fails_the_gate(tmp_path):
+    from tools.gate import compare, gate
+    from tools.results import bep
+
+    snapshots = []
+    for side, bound in (("baseline", 2), ("candidate", 1)):
+        where = tmp_path / side
+        where.mkdir()
+        result = run(where, GATED.replace("BOUND", str(bound)))
+        assert result.returncode != 0, result.output  # red on both sides: the known failure
+        (where / "test.log").write_text(result.output)
+        outputs = {"test.xml": where / "test.xml", "test.log": where / "test.log"}
+        target = bep.Target("//p:t", status="FAILED", shard_count=1)
+        target.attempts.append(bep.Attempt(1, 1, 1, "FAILED", False, 1.0, outputs))
+        snapshots.append(compare.snapshot({"//p:t": target}))
+    result = compare.compare(*snapshots)
+    regressed = sorted(r["case"] for r in result["regressions"])
+    assert regressed == [
+        "test_fixture.T::test_bounded",
+        "test_fixture.T::test_bounded (i=2)",
+    ], result["regressions"]
+    assert gate.exit_code(result) == gate.EXIT_REGRESSION
