@@ -10,6 +10,7 @@ lists. A category report.json lacks (an older gate's) has no section; an empty o
 Every value is HTML-escaped: case ids, messages and paths are whatever the tests made them.
 """
 
+import collections
 import html
 import html.parser
 import json
@@ -178,6 +179,11 @@ def _title(data: dict) -> str:
     return f"Gate: {sides['baseline']['description']} → {sides['candidate']['description']}"
 
 
+def _verdict(data: dict) -> str:
+    """report.md's first line; a category an older gate's report.json lacks counts as empty."""
+    return report.verdict(dict(data, comparison=collections.defaultdict(list, data["comparison"])))
+
+
 def _header(data: dict) -> str:
     code = data.get("exit_code")
     exits = "".join(
@@ -189,7 +195,7 @@ def _header(data: dict) -> str:
     return (
         f"<h1>{e(_title(data))}</h1>"
         f'<div id="verdict" class="banner exit-{attr(code)}" data-exit="{attr(code)}">'
-        f'<div class="verdict">{e(report.verdict(data))}</div>'
+        f'<div class="verdict">{e(_verdict(data))}</div>'
         f'<ul class="exits">{exits}</ul></div>'
     )
 
