@@ -67,7 +67,7 @@ CHECKS = (
         "gate-page",
         "the gate's report.html in headless chromium: its DOM counts what report.json holds; "
         "a screenshot",
-        15,
+        20,
         ("chromium",),
         _module("tools.selftest.check_gate_page"),
         "none",
