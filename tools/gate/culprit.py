@@ -51,11 +51,16 @@ def _short(version: str) -> str:
     return VERSION.match(version).group(0) if VERSION.match(version or "") else str(version)
 
 
+def first_changed(steps: list[tuple[str, str]]) -> int | None:
+    """The index of the first release whose outcome differs from the baseline's, or None."""
+    return next((i for i, (_, o) in enumerate(steps) if o != steps[0][1]), None)
+
+
 def verdict(steps: list[tuple[str, str]]) -> str:
     """The line for [(release, outcome), ...] from the baseline's release to the candidate's."""
     evidence = ", ".join(f"{_short(r)} {o}" for r, o in steps)
     base = steps[0][1]
-    changed = next((i for i, (_, o) in enumerate(steps) if o != base), None)
+    changed = first_changed(steps)
     if changed is None:
         return f"unchanged at every release ({evidence})"
     line = f"first changed in {_short(steps[changed][0])} ({evidence})"

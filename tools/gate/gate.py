@@ -30,7 +30,8 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
    any run not PASSED, or any case that does not pass in a run, is a flaky regression.
 5. --bisect: each regressed case alone on every torch release between the sides
    (tools/gate/culprit.py): "first changed in 2.14.1 (2.13.0 passed, 2.14.0 passed, ...)".
-6. Writes report.md and report.json to --out (printed).
+6. Writes report.md, report.json and report.html (one page: tools/gate/report_html.py) to --out
+   (printed).
 
 Exit codes: 0 every requested target and case ran on both sides (or has the same declared
 outcome on both) and nothing regressed; 1 a regression: a case that passed on the baseline and
@@ -73,6 +74,7 @@ from tools.gate import (  # noqa: E402
     patterns,
     repeats,
     report,
+    report_html,
     sides,
     tree,
     variant_plan,
@@ -626,6 +628,9 @@ def main(argv=None) -> int:
                 "candidate": _status(snaps["candidate"].get(label)),
                 "baseline_rss": getattr(snaps["baseline"].get(label), "peak_rss_mib", None),
                 "candidate_rss": getattr(snaps["candidate"].get(label), "peak_rss_mib", None),
+                # Every case, changed or not (the page counts the unchanged per target).
+                "baseline_cases": _cases(snaps["baseline"].get(label)),
+                "candidate_cases": _cases(snaps["candidate"].get(label)),
             }
             for label in sorted(set(snaps["baseline"]) | set(snaps["candidate"]))
         },
@@ -633,8 +638,9 @@ def main(argv=None) -> int:
     }
     (gate.out / "report.md").write_text(report.markdown(data, gate.out))
     (gate.out / "report.json").write_text(report.dump_json(data))
+    (gate.out / "report.html").write_text(report_html.page(data, gate.out))
     verdict = report.verdict(data)
-    print(f"gate: {verdict}; report: {gate.out / 'report.md'} (and report.json)")
+    print(f"gate: {verdict}; report: {gate.out / 'report.md'} (and report.json, report.html)")
     return code
 
 
@@ -651,6 +657,10 @@ def _leave_out(run: dict, labels) -> dict:
     for key in ("targets", "snapshot"):
         run[key] = {label: t for label, t in run[key].items() if label not in labels}
     return run
+
+
+def _cases(snap) -> int | None:
+    return None if snap is None else len(snap.cases)
 
 
 def _status(snap) -> str | None:

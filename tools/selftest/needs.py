@@ -79,12 +79,19 @@ def _rig() -> str | None:
     return None
 
 
+def _chromium() -> str | None:
+    if shutil.which("chromium"):
+        return None
+    return "no chromium on PATH; Debian: apt-get install -y chromium, as .ci/run does"
+
+
 NEEDS = {
     "bazel": ("Bazel 4.2.3 through tools/bazel", _bazel),
     "network": ("the package index (pip downloads, a venv, a lock)", _network),
     "venv": ("python3 -m venv with pip (throw-away interpreters)", _venv),
     "gpu": ("an NVIDIA GPU", _gpu),
     "rig": ("the loopback REAPI rig: Python >= 3.13 for BuildGrid, root", _rig),
+    "chromium": ("a headless browser (Debian's chromium)", _chromium),
 }
 
 

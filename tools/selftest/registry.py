@@ -64,6 +64,15 @@ CHECKS = (
         "none",
     ),
     Check(
+        "gate-page",
+        "the gate's report.html in headless chromium: its DOM counts what report.json holds; "
+        "a screenshot",
+        20,
+        ("chromium",),
+        _module("tools.selftest.check_gate_page"),
+        "none",
+    ),
+    Check(
         "macro-errors",
         "contradictory torch_test declarations fail at loading, naming the problem; suites "
         "and --config tag filters select the table's variants",
