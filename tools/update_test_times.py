@@ -12,10 +12,11 @@ run (tools/results/junit.py); peaks are the runner's record's (`gpu_peak_mib`, p
 test's whole process tree: tools/results/record.py), the largest of a target's shards.
 
 Why a .bzl and not a JSON runfile: the torch_test macro loads it and hands each target only
-the facts that change its behaviour (tools/build_defs/recorded.bzl). A data file of the runner
-would be an input of every test, so regenerating it would re-run them all; this way a
-regeneration with unchanged numbers re-runs nothing, and a changed number re-runs only its
-target. The file is written in buildifier's format, byte-for-byte the same for the same numbers.
+the facts that change its behaviour, as a runfile of that target's own
+(tools/build_defs/recorded.bzl). One data file of the runner would be an input of every test,
+so regenerating it would re-run them all; this way a regeneration with unchanged numbers
+re-runs nothing, and a changed number re-runs only its target. The file is written in
+buildifier's format, byte-for-byte the same for the same numbers.
 """
 
 import json

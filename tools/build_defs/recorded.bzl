@@ -1,4 +1,4 @@
-"""Facts recorded per target (tools/test_times.bzl), handed to each target in its spec.
+"""Facts recorded per target (tools/test_times.bzl), handed to each target in a runfile.
 
   durations     pytest node id -> seconds: the runner packs shards longest-first from them
                 (tools/runner/session/sharding.py), and a long case budgets CPU threads for
@@ -8,29 +8,52 @@
                 (tools/runner/gpu_share.py). GPU variants; a peak of 0 (a probe that uses no
                 GPU memory) shares too.
 
-Only targets whose behaviour a fact changes get it, so facts stay out of other targets' cache
-keys (the spec, tools/hardware/spec.py, is part of the target's environment): regenerating
-tools/test_times.bzl with unchanged numbers re-runs nothing, and a changed number re-runs only
-its target (tools/selftest/check_cache.py checks both).
+A target with facts recorded gets them as a JSON file of its own, generated here
+(`<target>.recorded.json`, a runfile), whose path its spec names (`recorded`,
+tools/hardware/spec.py): thousands of cases, as a packed upstream target records, do not fit
+the one environment string the spec is (Linux holds 128 KiB). Only targets whose behaviour a
+fact changes get a file, and each only its own, so facts stay out of other targets' inputs:
+regenerating tools/test_times.bzl with unchanged numbers writes the same bytes and re-runs
+nothing, and a changed number re-runs only its target (tools/selftest/check_cache.py checks
+both).
 """
 
 load("//tools:test_times.bzl", "GPU_PEAK_MIB", "TEST_TIMES")
 load(":variants.bzl", "VARIANTS")
 
-def recorded_facts(target, variant):
-    """The spec fields above of one target.
+def _recorded_json_impl(ctx):
+    out = ctx.actions.declare_file(ctx.label.name + ".json")
+    ctx.actions.write(out, ctx.attr.content)
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+
+_recorded_json = rule(
+    implementation = _recorded_json_impl,
+    attrs = {"content": attr.string(mandatory = True)},
+    doc = "One target's recorded facts, as a JSON file (the spec's `recorded`).",
+)
+
+def recorded_runfile(target, variant, **kwargs):
+    """Declares the target's recorded facts' file, if anything recorded applies.
 
     Args:
-      target: the target's name in the current package.
+      target: the test target's name in the current package.
       variant: its hardware variant ("cpu", "gpu", "multi_gpu").
+      **kwargs: passed to the rule (e.g. tags, testonly).
 
     Returns:
-      {"durations": {node id: seconds}, "gpu_peak_mib": MiB or None}, empty and None when
-      nothing recorded applies.
+      (label of the file's rule, its runfiles path), or (None, None) with nothing recorded.
     """
     label = "//{}:{}".format(native.package_name(), target)
-    peak = GPU_PEAK_MIB.get(label)
-    return {
-        "durations": TEST_TIMES.get(label, {}),
-        "gpu_peak_mib": peak if VARIANTS[variant]["gpus"] else None,
-    }
+    durations = TEST_TIMES.get(label, {})
+    peak = GPU_PEAK_MIB.get(label) if VARIANTS[variant]["gpus"] else None
+    if not durations and peak == None:
+        return None, None
+    name = target + ".recorded"
+    _recorded_json(
+        name = name,
+        content = json.encode({"durations": durations, "gpu_peak_mib": peak}),
+        visibility = ["//visibility:private"],
+        **kwargs
+    )
+    package = native.package_name()
+    return ":" + name, (package + "/" if package else "") + name + ".json"

@@ -21,7 +21,8 @@ them. Targets whose hardware the platform lacks are SKIPPED by Bazel. `nccl` / `
 whose tests carry @requires_nccl / @requires_triton: the pytest
 plugin fails collection otherwise (Starlark cannot read the markers, so this is checked, not
 derived). Per variant the target also gets its pool (pools.bzl) and its spec: every static fact
-its runner and tests read, one environment entry (tools/hardware/spec.py).
+its runner and tests read, one environment entry (tools/hardware/spec.py), which names the
+runfile of its recorded durations and GPU peak, if any (recorded.bzl).
 
 Declarations that contradict each other fail at loading time with a message naming them.
 """
@@ -29,7 +30,7 @@ Declarations that contradict each other fail at loading time with a message nami
 load("//tools/hardware:envvars.bzl", "COMMON_ENV", "PLUMBING", "PREFIX")
 load(":pools.bzl", "exec_properties_for")
 load(":python.bzl", "py_test")
-load(":recorded.bzl", "recorded_facts")
+load(":recorded.bzl", "recorded_runfile")
 load(":variants.bzl", "FEATURES", "VARIANTS", "gpu_constraint", "tag_filter")
 
 _PLATFORMS = "//tools/platforms:"
@@ -43,6 +44,11 @@ RUNNER_DEPS = ["//tools/runner"]
 # spec rather than as a file, so editing a pool or timeout re-runs nothing.
 # Pairs, not an object: json.encode sorts an object's keys, and the table's order is kept.
 _VARIANT_GPUS = [[v, VARIANTS[v]["gpus"]] for v in VARIANTS]
+
+# One environment string holds at most MAX_ARG_STRLEN (128 KiB) on Linux, or the test's exec
+# fails (E2BIG) before the runner can say why. A quarter of it: len() counts characters, and
+# one may take up to 4 bytes.
+_ENV_ENTRY_LIMIT = 32 * 1024
 
 def _fail(name, message):
     fail("torch_test(name = \"{}\"): {}".format(name, message))
@@ -166,6 +172,16 @@ def _shell_quoted(arg):
     """
     return "'" + arg.replace("'", "'\\''") + "'"
 
+def _check_env_size(name, target, env):
+    for key, value in env.items():
+        if type(value) == "string" and len(key) + 1 + len(value) > _ENV_ENTRY_LIMIT:
+            _fail(name, "{}'s environment entry {} is {} characters; one entry must stay under {} (Linux's MAX_ARG_STRLEN is 128 KiB, or the test cannot start): pass large values as a file in data".format(
+                target,
+                key,
+                len(key) + 1 + len(value),
+                _ENV_ENTRY_LIMIT,
+            ))
+
 def _shards(shard_count, variant):
     if type(shard_count) == "dict":
         return shard_count.get(variant)
@@ -252,7 +268,9 @@ def torch_test(
         used = used_by[variant]
         needs = ([gpu_constraint(row["gpus"])] if row["gpus"] else []) + [FEATURES[f]["constraint"] for f in used]
 
-        # The target's static facts, one value: the fields of tools/hardware/spec.py's Spec.
+        # The target's static facts, one value: the fields of tools/hardware/spec.py's Spec,
+        # the recorded ones in a runfile of the target's own.
+        recorded, recorded_path = recorded_runfile(target, variant)
         facts = {
             "variant": variant,
             "variants": _VARIANT_GPUS,
@@ -260,18 +278,19 @@ def torch_test(
             "declared_features": used_by,
             "whole_gpu": bool(whole_gpu and row["gpus"]),
             "expectations": expectations_path,
+            "recorded": recorded_path,
         }
-        facts.update(recorded_facts(target, variant))
         variant_env = dict(COMMON_ENV)
         variant_env.update(row["env"])
         variant_env[PLUMBING["SPEC"]] = json.encode(facts)
         variant_env.update(env)
+        _check_env_size(name, target, variant_env)
         py_test(
             name = target,
             srcs = [RUNNER] + sources,
             main = RUNNER,
             args = ["$(location {})".format(s) for s in sources] + quoted_args,
-            data = data,
+            data = data + ([recorded] if recorded else []),
             deps = _with_runner(deps),
             env = variant_env,
             exec_properties = exec_properties_for(variant),

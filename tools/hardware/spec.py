@@ -2,21 +2,27 @@
 
   Spec     the target's static facts, as the torch_test macro declares them: one environment
            entry (envvars.SPEC), json.encode of a dict of Spec's fields
-           (tools/build_defs/torch_test.bzl). An environment entry, not a generated file in
-           runfiles: Bazel 4.2.3 keys a test's cache on its env as it keys it on its inputs, so a
-           changed recorded duration or peak still re-runs exactly its target
-           (tools/selftest/check_cache.py), with no rule to generate and stage a file per target.
+           (tools/build_defs/torch_test.bzl), but for the facts recorded per target
+           (RECORDED: its durations and GPU peak, from tools/test_times.bzl). Those are a
+           runfile of their own, generated per target (tools/build_defs/recorded.bzl), which
+           the entry names (`recorded`, a runfiles path): a packed upstream target records
+           thousands of cases, and one environment string holds at most 128 KiB on Linux
+           (MAX_ARG_STRLEN), past which its runner would not even start. A file of its own per
+           target, not one shared by every test, so a changed recorded number re-runs exactly
+           its target and an unchanged one nothing (tools/selftest/check_cache.py).
   Runtime  what the runner decided for this run (its deadline, the host's GPUs, the GPU share,
            the witness's socket): one JSON file in the runner's private temp dir, its path the
            one entry it exports (envvars.RUNTIME) to every process it starts.
 
 This module is the schema and the only reader of both: a new fact is a field here, set by its
 one writer (the macro, or the runner's `Runtime(...)`), and read by name, with no variable of
-its own. Outside Bazel (plain pytest, bench/, the rig) neither is set and the defaults below
-hold. Standard library only.
+its own. A process decodes its spec once (`spec()` is cached): the runner then hands the value
+to the policies it calls. Outside Bazel (plain pytest, bench/, the rig) neither is set and the
+defaults below hold. Standard library only.
 """
 
 import dataclasses
+import functools
 import json
 import os
 import pathlib
@@ -25,6 +31,9 @@ import typing
 from collections.abc import Mapping
 
 from tools.hardware import envvars
+
+# The Spec fields that reach a target in its recorded runfile, not in the entry.
+RECORDED = ("durations", "gpu_peak_mib")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,11 +49,20 @@ class Spec:
     durations: dict[str, float] = dataclasses.field(default_factory=dict)  # {node id: seconds}
     gpu_peak_mib: int | None = None  # recorded peak GPU memory per GPU of the test's processes
 
-    def env(self) -> dict[str, str]:
-        """The environment entry that hands this spec on (the macro writes the same JSON)."""
+    def env(self, folder: str | os.PathLike | None = None) -> dict[str, str]:
+        """The environment entry that hands this spec on, as the macro writes it: the recorded
+        facts, if any, go into `folder`/recorded.json, which the entry names."""
         fields = dataclasses.asdict(self)
         if self.variants is not None:
             fields["variants"] = [[name, gpus] for name, gpus in self.variants.items()]
+        recorded = {name: fields.pop(name) for name in RECORDED}
+        fields["recorded"] = None
+        if recorded != {name: getattr(Spec(), name) for name in RECORDED}:
+            if folder is None:
+                raise ValueError("a spec with recorded facts needs a folder for their file")
+            path = pathlib.Path(folder) / "recorded.json"
+            path.write_text(envvars.encode(recorded))
+            fields["recorded"] = str(path)
         return {envvars.SPEC: envvars.encode(fields)}
 
 
@@ -98,14 +116,45 @@ def _checked(cls, fields: dict, where: str):
 
 
 def spec(env: Mapping[str, str] = os.environ) -> Spec:
-    """This target's Spec (defaults outside Bazel)."""
-    text = env.get(envvars.SPEC)
+    """This target's Spec (defaults outside Bazel), decoded once per process."""
+    # Inside Bazel a relative runfiles path is the runfiles tree's, whatever the cwd.
+    tree = None
+    if env.get("TEST_SRCDIR") and env.get("TEST_WORKSPACE"):
+        tree = os.path.join(env["TEST_SRCDIR"], env["TEST_WORKSPACE"])
+    return _decoded(env.get(envvars.SPEC) or "", tree)
+
+
+@functools.cache
+def _decoded(text: str, tree: str | None) -> Spec:
     if not text:
         return Spec()
     fields = envvars.decode(text)
     if isinstance(fields.get("variants"), list):  # pairs, in the table's order
         fields["variants"] = dict(fields["variants"])
+    inline = sorted(set(RECORDED) & fields.keys())
+    if inline:  # one environment string cannot hold thousands of cases
+        raise SpecError(f"{envvars.SPEC}: {inline} belong in the recorded file, not the entry")
+    path = fields.pop("recorded", None)
+    if path is not None:
+        fields.update(_recorded(path, tree))
     return _checked(Spec, fields, envvars.SPEC)
+
+
+def _recorded(path, tree: str | None) -> dict:
+    """The recorded facts of the target's runfile (RECORDED's fields only)."""
+    if not isinstance(path, str):
+        raise SpecError(f"{envvars.SPEC}: recorded={path!r} (not a runfiles path)")
+    where = os.path.join(tree, path) if tree else path
+    try:
+        fields = json.loads(pathlib.Path(where).read_text())
+    except (OSError, ValueError) as error:
+        raise SpecError(f"{envvars.SPEC}: its recorded facts {where}: {error}") from None
+    if not isinstance(fields, dict):
+        raise SpecError(f"{where}: {fields!r} is not an object of {list(RECORDED)}")
+    other = sorted(fields.keys() - set(RECORDED))
+    if other:
+        raise SpecError(f"{where}: unknown fields {other}; a recorded file has {list(RECORDED)}")
+    return fields
 
 
 def runtime(env: Mapping[str, str] = os.environ) -> Runtime:

@@ -76,11 +76,11 @@ class Decision:
         return min(WHOLE_PATIENCE * wait, expected)
 
 
-def expected_seconds(env) -> float | None:
+def expected_seconds(target: spec.Spec, env) -> float | None:
     """This shard's expected run time: its target's recorded seconds (spec durations), an even
     share per shard as tools/runner/session/sharding.py packs them; else a share of its timeout
     (TEST_TIMEOUT); None if neither is set."""
-    durations = spec.spec(env).durations
+    durations = target.durations
     if durations:
         shards = max(1, int(env.get("TEST_TOTAL_SHARDS") or 1))
         return sum(durations.values()) / shards
@@ -88,19 +88,21 @@ def expected_seconds(env) -> float | None:
     return UNRECORDED_SHARE * float(timeout) if timeout else None
 
 
-def decide(env, memory_mib: Callable[[], int | None] = probe.gpu_memory_mib) -> Decision:
-    """The sharing decision; asks for the GPU memory (an nvidia-smi call) only when it matters."""
-    slots, each, reason = _slots(env, memory_mib)
-    return Decision(slots, each, reason, expected_seconds(env))
+def decide(
+    target: spec.Spec, env, memory_mib: Callable[[], int | None] = probe.gpu_memory_mib
+) -> Decision:
+    """The sharing decision for the target of this spec, under the knobs and Bazel's protocol
+    variables of `env`; asks for the GPU memory (an nvidia-smi call) only when it matters."""
+    slots, each, reason = _slots(target, env, memory_mib)
+    return Decision(slots, each, reason, expected_seconds(target, env))
 
 
-def _slots(env, memory_mib: Callable[[], int | None]) -> tuple[int, int, str]:
+def _slots(target: spec.Spec, env, memory_mib: Callable[[], int | None]) -> tuple[int, int, str]:
     """(slots per GPU, slots this test takes on each, why)."""
     explicit = env.get(envvars.SLOTS_PER_GPU)
     slots = int(explicit) if explicit else DEFAULT_SLOTS
     if slots < 1:
         raise ValueError(f"{envvars.SLOTS_PER_GPU}={explicit}: must be >= 1")
-    target = spec.spec(env)
     if target.whole_gpu:
         return slots, slots, "the target needs whole GPUs (torch_test whole_gpu = True)"
     if explicit:

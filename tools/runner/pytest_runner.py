@@ -8,7 +8,8 @@ The runner is three kinds of process, each code in its own folder:
                                  the witness's socket; then the verdict (verdict.py) and the
                                  shard's record. What it decides for its processes goes into one
                                  runtime record (tools/hardware/spec.py), its path their one
-                                 variable; the target's static facts come from the macro's spec
+                                 variable; the target's static facts come from the macro's spec,
+                                 decoded once and handed to the policies it calls
   the test process and the       tools/runner/session/: `child.py --session` runs pytest with
   inventory's (session/)         the plugin (variant selection, outcome audit, declared
                                  expectations, torch's decorators as markers) and the ledger;
@@ -186,7 +187,7 @@ def _run_checked(
         # A failed collection: the tests' own output says why.
         rec.problems = [] if result else [why]
     else:
-        variant = variants.current_variant()
+        variant = target.variant
         done = completion.Record(ledger)
         rec = verdict.shard_record(
             found, done.excused, events, _declared(target, variant), variant, os.getcwd()
@@ -235,20 +236,22 @@ def _plugin_problems(events: list[dict], done: completion.Record) -> list[str]:
 
 
 @contextlib.contextmanager
-def _gpus_for(variant: str, deadline: float | None, env, holder: str, leased: list, watches: list):
-    """Holds the GPUs the variant needs (none for cpu) while the tests run and watches their
-    memory from outside the test (gpu_watch.py); yields the environment the test needs to see
-    them and the runtime record's GPU fields, and appends the lease's record to `leased`, the
-    watch to `watches`."""
-    need = variants.gpus_needed(variant)
+def _gpus_for(
+    target: spec.Spec, deadline: float | None, env, holder: str, leased: list, watches: list
+):
+    """Holds the GPUs the target's variant needs (none for cpu) while the tests run and watches
+    their memory from outside the test (gpu_watch.py); yields the environment the test needs to
+    see them and the runtime record's GPU fields, and appends the lease's record to `leased`,
+    the watch to `watches`."""
+    need = variants.gpus_needed(target.variant)
     if not need:
         yield {}, {}
         return
-    refused = variants.cannot_run(variant)
+    refused = variants.cannot_run(target.variant)
     if refused:
         raise gpu_lease.LeaseError(refused)
     asked = time.time()
-    share = gpu_share.decide(env)
+    share = gpu_share.decide(target, env)
     wait = max(1.0, (deadline or asked + 3600) - time.time())
     patience = share.patience(wait)
     with gpu_lease.lease(
@@ -345,9 +348,8 @@ def run(argv: list[str], env=os.environ) -> int:
         check_args = _inventory_args(child.sources(argv), short, argv[1:])
         leased: list[record.Lease] = []
         watches: list[gpu_watch.Watched] = []
-        variant = variants.current_variant()
         try:
-            with _gpus_for(variant, due, env, holder, leased, watches) as (gpu_env, gpu_facts):
+            with _gpus_for(target, due, env, holder, leased, watches) as (gpu_env, gpu_facts):
                 child_env.update(gpu_env)
                 facts = spec.Runtime(deadline=due, witness=seen.address, **gpu_facts)
                 child_env.update(facts.write(short))

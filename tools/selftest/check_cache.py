@@ -9,6 +9,9 @@ changed, and nothing else.
   5. tools/test_times.bzl regenerated -> the same bytes; nothing re-runs
   6. one recorded duration changed    -> only its target (probe_durations) re-runs; other
                                          torch_tests (probe_shards: same runner) stay cached
+  7. 5,000 recorded cases              -> probe_durations still starts and passes (inline in
+                                         its spec's environment string they would pass
+                                         Linux's 128 KiB for one string: E2BIG)
 
 The edits are made in the harness's scratch copy of the workspace (tools/selftest/harness.py);
 the workspace's own files are never touched.
@@ -142,6 +145,11 @@ def main() -> int:
         cases[min(cases)] += 1.0
         times.write_text(update_test_times.render(recorded, peaks))
         expect_only(run_probes(), "//tools/selftest:probe_durations", "duration changed")
+
+        checks.say("5,000 recorded cases: a packed upstream target's record")
+        cases.update({f"{min(cases)}_{i:04d}_{'x' * 60}": 0.5 for i in range(5000 - len(cases))})
+        times.write_text(update_test_times.render(recorded, peaks))
+        expect_only(run_probes(), "//tools/selftest:probe_durations", "5,000 recorded cases")
     return checks.finish()
 
 

@@ -50,6 +50,9 @@ torch_test(name = "t", variants = ["gpu"])' \
 check "env overrides a TORCH_TEST_ variable" \
   'torch_test(name = "t", env = {"TORCH_TEST_SPEC": "{}"})' \
   'env sets \["TORCH_TEST_SPEC"\]; TORCH_TEST_\* variables belong to torch_test'
+check "an environment entry too long to start the test" \
+  'torch_test(name = "t", env = {"BIG": "x" * 40000})' \
+  'torch_test\(name = "t"\): t.s environment entry BIG is 40004 characters; one entry must stay under 32768'
 check "src and srcs together" \
   'torch_test(name = "t", src = "t.py", srcs = ["t.py"])' \
   'torch_test\(name = "t"\): give src or srcs, not both'

@@ -163,7 +163,8 @@ CHECKS = (
     ),
     Check(
         "cache",
-        "an edit (lock, test_utils module, recorded duration) re-runs exactly its dependents",
+        "an edit (lock, test_utils module, recorded duration) re-runs exactly its dependents; "
+        "a target of 5,000 recorded cases starts",
         210,
         ("bazel", "network"),
         _module("tools.selftest.check_cache"),

@@ -69,15 +69,16 @@ def bazel_env(tmp_path, spec_fields: dict | None = None, **extra) -> dict:
         TEST_TARGET="//fake:target",
         PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
     )
-    env.update(spec_env(**(spec_fields or {})))
+    env.update(spec_env(tmp_path, **(spec_fields or {})))
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
 
-def spec_env(**fields) -> dict:
-    """The spec's entry of a target with these facts (tools/hardware/spec.py): the table's GPU
-    counts stay ours (a torch_test's runfiles hold no table), the rest is the target's."""
-    return spec.Spec(**{"variants": spec.spec().variants, **fields}).env()
+def spec_env(folder, **fields) -> dict:
+    """The spec's entry of a target with these facts (tools/hardware/spec.py), its recorded
+    ones in a file in `folder`: the table's GPU counts stay ours (a torch_test's runfiles hold
+    no table), the rest is the target's."""
+    return spec.Spec(**{"variants": spec.spec().variants, **fields}).env(folder)
 
 
 def start_runner(test_file: pathlib.Path, env: dict, args=()) -> subprocess.Popen:

@@ -315,7 +315,7 @@ def test_a_whole_request_waits_no_longer_than_its_run_time_behind_a_stream_of_sh
     # On 4 GPUs a 2-GPU probe with no recorded peak waited 223 s while shared tests kept
     # slotting in: its patience was half its wait. Now it is the probe's expected run time
     # (gpu_share.Decision.patience), after which it reserves its GPUs as the head.
-    probe = gpu_share.decide(Spec(durations={"probe": 1.0}).env(), lambda: None)
+    probe = gpu_share.decide(Spec(durations={"probe": 1.0}), {}, lambda: None)
     timeout = 30.0
     patience = probe.patience(timeout)
     assert not probe.shared and patience == 1.0

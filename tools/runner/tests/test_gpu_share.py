@@ -18,7 +18,7 @@ H100_MIB = 81559
     ],
 )
 def test_a_recorded_peak_takes_the_slots_its_memory_needs(peak, each):
-    decision = gpu_share.decide(Spec(gpu_peak_mib=int(peak)).env(), lambda: H100_MIB)
+    decision = gpu_share.decide(Spec(gpu_peak_mib=int(peak)), {}, lambda: H100_MIB)
     assert (decision.slots_per_gpu, decision.slots_each) == (gpu_share.DEFAULT_SLOTS, each)
     assert decision.shared
     # The memory cap the test's processes apply (its slots / the slots) covers the need.
@@ -30,21 +30,21 @@ def test_a_recorded_peak_takes_the_slots_its_memory_needs(peak, each):
 
 def test_a_small_test_holds_little_more_than_it_needs():
     # Slots are memory: a ~1 GiB test must not hold a tenth of an H100 while others wait.
-    decision = gpu_share.decide(Spec(gpu_peak_mib=100).env(), lambda: H100_MIB)
+    decision = gpu_share.decide(Spec(gpu_peak_mib=100), {}, lambda: H100_MIB)
     assert H100_MIB * decision.slots_each / decision.slots_per_gpu < 6 * 1024
 
 
 @pytest.mark.parametrize(
-    "env, memory, reason",
+    "target, memory, reason",
     [
-        ({}, H100_MIB, "no peak"),
-        (Spec(gpu_peak_mib=62000).env(), H100_MIB, "every slot"),
-        (Spec(gpu_peak_mib=100, whole_gpu=True).env(), H100_MIB, "whole"),
-        (Spec(gpu_peak_mib=100).env(), None, "unknown"),
+        (Spec(), H100_MIB, "no peak"),
+        (Spec(gpu_peak_mib=62000), H100_MIB, "every slot"),
+        (Spec(gpu_peak_mib=100, whole_gpu=True), H100_MIB, "whole"),
+        (Spec(gpu_peak_mib=100), None, "unknown"),
     ],
 )
-def test_anything_not_known_to_fit_takes_whole_gpus(env, memory, reason):
-    decision = gpu_share.decide(env, lambda: memory)
+def test_anything_not_known_to_fit_takes_whole_gpus(target, memory, reason):
+    decision = gpu_share.decide(target, {}, lambda: memory)
     assert not decision.shared
     assert decision.slots_each == decision.slots_per_gpu == gpu_share.DEFAULT_SLOTS
     assert reason in decision.reason
@@ -52,14 +52,14 @@ def test_anything_not_known_to_fit_takes_whole_gpus(env, memory, reason):
 
 
 def test_a_shared_request_is_never_patient():
-    decision = gpu_share.decide(Spec(gpu_peak_mib=100).env(), lambda: H100_MIB)
+    decision = gpu_share.decide(Spec(gpu_peak_mib=100), {}, lambda: H100_MIB)
     assert decision.shared and decision.patience(300.0) == 0.0
 
 
 def test_explicit_slots_share_everything_but_declared_whole_targets():
-    assert gpu_share.decide({"TORCH_TEST_SLOTS_PER_GPU": "3"}, lambda: None).slots_each == 1
-    whole = {"TORCH_TEST_SLOTS_PER_GPU": "3", **Spec(whole_gpu=True).env()}
-    assert gpu_share.decide(whole, lambda: None).slots_each == 3
+    three = {"TORCH_TEST_SLOTS_PER_GPU": "3"}
+    assert gpu_share.decide(Spec(), three, lambda: None).slots_each == 1
+    assert gpu_share.decide(Spec(whole_gpu=True), three, lambda: None).slots_each == 3
 
 
 def test_gpu_memory_is_asked_only_when_a_peak_could_share():
@@ -67,28 +67,32 @@ def test_gpu_memory_is_asked_only_when_a_peak_could_share():
     def unasked():
         raise AssertionError("GPU memory asked")
 
-    for env in ({}, Spec(whole_gpu=True).env(), {"TORCH_TEST_SLOTS_PER_GPU": "2"}):
-        gpu_share.decide(env, unasked)
+    for target, env in (
+        (Spec(), {}),
+        (Spec(whole_gpu=True), {}),
+        (Spec(gpu_peak_mib=100), {"TORCH_TEST_SLOTS_PER_GPU": "2"}),
+    ):
+        gpu_share.decide(target, env, unasked)
 
 
 @pytest.mark.parametrize(
-    "env, patience",
+    "target, env, patience",
     [
         # Recorded seconds: it waits on shared tests no longer than it will hold its GPUs.
-        (Spec(durations={"a": 3.0, "b": 5.0}).env(), 8.0),
+        (Spec(durations={"a": 3.0, "b": 5.0}), {}, 8.0),
         # A shard's share of them, as sharding.py packs the shards evenly.
-        ({**Spec(durations={"a": 3.0, "b": 5.0}).env(), "TEST_TOTAL_SHARDS": "2"}, 4.0),
+        (Spec(durations={"a": 3.0, "b": 5.0}), {"TEST_TOTAL_SHARDS": "2"}, 4.0),
         # A probe of no recorded seconds reserves its GPUs at once.
-        (Spec(durations={"probe": 0.0}).env(), 0.0),
+        (Spec(durations={"probe": 0.0}), {}, 0.0),
         # Not recorded yet: a share of its timeout (here 300 s: 30 s).
-        ({"TEST_TIMEOUT": "300"}, 300 * gpu_share.UNRECORDED_SHARE),
+        (Spec(), {"TEST_TIMEOUT": "300"}, 300 * gpu_share.UNRECORDED_SHARE),
         # Nothing known (bazel run): a share of its wait.
-        ({}, 200.0 * gpu_share.UNRECORDED_SHARE),
+        (Spec(), {}, 200.0 * gpu_share.UNRECORDED_SHARE),
         # A long test: at most half its wait, as before.
-        (Spec(durations={"long": 900.0}).env(), 200.0 * gpu_share.WHOLE_PATIENCE),
+        (Spec(durations={"long": 900.0}), {}, 200.0 * gpu_share.WHOLE_PATIENCE),
     ],
 )
-def test_a_whole_request_waits_on_shared_ones_at_most_its_expected_run_time(env, patience):
-    decision = gpu_share.decide(env, lambda: H100_MIB)  # no peak: whole GPUs
+def test_a_whole_request_waits_on_shared_ones_at_most_its_expected_run_time(target, env, patience):
+    decision = gpu_share.decide(target, env, lambda: H100_MIB)  # no peak: whole GPUs
     assert not decision.shared
     assert decision.patience(200.0) == pytest.approx(patience)

@@ -72,6 +72,7 @@ def test_each_variant_leases_exactly_its_gpus_at_once(tmp_path):
         env = fake_host(run_dir)
         env.update(
             spec_env(
+                run_dir,
                 variant=variant,
                 declared_variants=["cpu", "multi_gpu", "gpu_x4"],
                 declared_features={"cpu": [], "multi_gpu": [], "gpu_x4": []},
@@ -110,7 +111,7 @@ def test_a_gpu_count_without_variant_fails_at_collection(tmp_path):
             pass
     """
     env = fake_host(tmp_path)
-    env.update(spec_env(variant="cpu", declared_variants=["cpu", "multi_gpu", "gpu_x4"]))
+    env.update(spec_env(tmp_path, variant="cpu", declared_variants=["cpu", "multi_gpu", "gpu_x4"]))
     result = run_runner(write_tests(tmp_path, textwrap.dedent(body)), env)
     assert result.returncode != 0
     output = result.stdout + result.stderr
@@ -137,6 +138,7 @@ def _run_cpu_target(tmp_path, declared_features):
     env = fake_host(tmp_path)
     env.update(
         spec_env(
+            tmp_path,
             variant="cpu",
             declared_variants=["cpu", "multi_gpu"],
             declared_features={"cpu": [], "multi_gpu": declared_features},

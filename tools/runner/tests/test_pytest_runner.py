@@ -15,6 +15,7 @@ from tools.results import record
 from tools.runner.tests.runner_subprocess import bazel_env, run_runner, start_runner, write_tests
 
 SEVEN_TESTS = "\n".join(f"def test_{n}():\n    pass\n" for n in "abcdefg")
+THREE_TESTS = "\n".join(f"def test_{n}():\n    pass\n" for n in "abc")
 
 
 def xml_cases(path) -> list[str]:
@@ -182,6 +183,21 @@ def test_test_in_undeclared_variant_fails(tmp_path):
     result = run_runner(write_tests(tmp_path, body), env)
     assert result.returncode != 0
     assert "test_one_gpu (gpu)" in result.stdout + result.stderr
+
+
+def test_a_target_of_5000_recorded_cases_starts_and_packs_by_them(tmp_path):
+    # tools/update_test_times.py records every case of a packed upstream target: 5,000 of them
+    # in the spec's one environment string made it ~500 KB, over Linux's 128 KiB for one
+    # string (MAX_ARG_STRLEN), and the runner never started (E2BIG).
+    test_file = write_tests(tmp_path, THREE_TESTS)
+    durations = {f"{test_file.name}::test_{i:04d}_{'x' * 60}": 0.5 for i in range(4997)}
+    durations.update({f"{test_file.name}::test_a": 100.0, f"{test_file.name}::test_b": 1.0})
+    durations[f"{test_file.name}::test_c"] = 1.0
+    env = bazel_env(tmp_path, dict(durations=durations), TEST_TOTAL_SHARDS=2, TEST_SHARD_INDEX=0)
+    result = run_runner(test_file, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Longest first: test_a's 100 s fill shard 0 (round-robin would deal it test_a and test_c).
+    assert xml_cases(tmp_path / "test.xml") == ["test_a"]
 
 
 def test_premature_exit_file_is_removed_on_clean_exit(tmp_path):

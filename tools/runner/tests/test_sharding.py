@@ -39,7 +39,7 @@ def test_assignment_is_deterministic():
     assert sharding.assign(IDS, 4, durations) == sharding.assign(list(reversed(IDS)), 4, durations)
 
 
-def test_durations_come_from_the_targets_environment():
-    env = Spec(durations={"x": 2, "y": 3.5}).env()
+def test_durations_come_from_the_targets_spec(tmp_path):
+    env = Spec(durations={"x": 2, "y": 3.5}).env(tmp_path)
     assert sharding.load_durations(env) == {"x": 2.0, "y": 3.5}
     assert sharding.load_durations({}) == {}
