@@ -10,6 +10,7 @@ about an early exit. To list tests or fixtures, run pytest on the file directly.
 pytest parses options without abbreviations (allow_abbrev=False), so exact names suffice.
 """
 
+import re
 import shlex
 
 REFUSED = (
@@ -42,7 +43,8 @@ REQUIRED_PLUGINS = (
 # `-p no:torch_test_outcome_audit`, which switches off the one judge of a module skipped at
 # import (the inventory finds no case in it to miss). What it would carry can be given as is.
 OVERRIDE_INI = ("-o", "--override-ini")
-REFUSED_INI = "addopts"
+# Each spelling argparse reads: `-o V`, `-oV`, `-o=V`, `--override-ini V`, `--override-ini=V`.
+_OVERRIDES_ADDOPTS = re.compile(r"(-o|--override-ini)[ =]?addopts=")
 
 
 def refused(args: list[str], env) -> list[str]:
@@ -50,24 +52,9 @@ def refused(args: list[str], env) -> list[str]:
     given = list(args) + shlex.split(env.get("PYTEST_ADDOPTS", ""))
     disabling = {f"{p}no:{plugin}" for plugin in REQUIRED_PLUGINS for p in ("", "-p")}
     found = [a for a in given if a.split("=", 1)[0] in REFUSED or a in disabling]
-    return found + _ini_overrides(given)
-
-
-def _ini_overrides(given: list[str]) -> list[str]:
-    """`-o addopts=...` in each spelling argparse reads (`-o V`, `-oV`, `-o=V`,
-    `--override-ini V`, `--override-ini=V`), as written."""
-    found = []
     for i, arg in enumerate(given):
-        if arg in OVERRIDE_INI:
-            value = given[i + 1] if i + 1 < len(given) else ""
-            shown = f"{arg} {value}".rstrip()
-        elif arg.startswith("--override-ini="):
-            value, shown = arg.removeprefix("--override-ini="), arg
-        elif arg.startswith("-o") and not arg.startswith("--"):
-            value, shown = arg[2:].removeprefix("="), arg
-        else:
-            continue
-        if value.split("=", 1)[0] == REFUSED_INI:
+        shown = f"{arg} {given[i + 1]}" if arg in OVERRIDE_INI and i + 1 < len(given) else arg
+        if _OVERRIDES_ADDOPTS.match(shown):
             found.append(shown)
     return found
 
@@ -75,7 +62,7 @@ def _ini_overrides(given: list[str]) -> list[str]:
 def message(options: list[str], test_file: str) -> str:
     """One line: the refused options, and why."""
     why = []
-    if any(not _overrides_addopts(o) for o in options):
+    if not all(_overrides_addopts(o) for o in options):
         why.append(
             "they keep the tests from running, and a target passes only for tests that ran. To "
             f"list tests or fixtures, run pytest on the source directly: python3 -m pytest "
@@ -90,5 +77,5 @@ def message(options: list[str], test_file: str) -> str:
 
 
 def _overrides_addopts(shown: str) -> bool:
-    """Whether `shown`, one of `refused`'s, is an `-o addopts=...` (`_ini_overrides`)."""
-    return shown.split("=", 1)[0].endswith(REFUSED_INI)
+    """Whether `shown`, one of `refused`'s, is an `-o addopts=...`."""
+    return _OVERRIDES_ADDOPTS.match(shown) is not None

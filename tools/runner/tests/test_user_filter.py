@@ -246,4 +246,14 @@ def test_overriding_addopts_is_refused(tmp_path, args, env):
     result = run(tmp_path, SKIPPED_AT_IMPORT, args=args, env=bazel_env(tmp_path, **env))
     assert result.returncode == 2, result.output
     assert "torch_test: refusing pytest option(s) " in result.stderr, result.output
-    assert "addopts" in result.stderr.splitlines()[-1], result.output
+    assert "replaces the ini file's addopts" in result.stderr.splitlines()[-1], result.output
+
+
+def test_only_an_override_of_addopts_is_refused():
+    from tools.runner import refused_options
+
+    given = ["-o=addopts=-x", "-o", "xfail_strict=true", "-oconsole_output_style=classic"]
+    given += ["--override-ini=addopts_extra=1", "-k", "addopts=1"]
+    assert refused_options.refused(given, {}) == ["-o=addopts=-x"]
+    line = refused_options.message(["-o=addopts=-x"], "test_x.py")
+    assert "\n" not in line and "replaces the ini file's addopts" in line
