@@ -222,16 +222,16 @@ def _declared(target: spec.Spec, variant: str) -> list:
 
 def _plugin_problems(events: list[dict], done: completion.Record) -> list[str]:
     """Our pytest plugin places each case in its variant and judges skips: a session that ran
-    without it (disabled through an ini file's addopts, `-o addopts`, PYTEST_ADDOPTS or a
-    conftest's unregister) proves nothing."""
+    without it (disabled through an ini file's addopts or a conftest's unregister; `-p no:` and
+    `-o addopts` are refused: refused_options.py) proves nothing."""
     said = {ev.get("what") for ev in events if ev.get("e") == "plugin"}
     missing = [what for what in ("configured", "placed") if what not in said]
     if not missing or (not done.selected and "configured" in said):
         return []
     return [
         f"the runner's pytest plugin ({refused_options.REQUIRED_PLUGINS[0]}) never "
-        f"{' or '.join(missing)} the tests: something switched it off (an ini file's addopts, "
-        "-o addopts, PYTEST_ADDOPTS, or a conftest)"
+        f"{' or '.join(missing)} the tests: something switched it off (an ini file's addopts "
+        "or a conftest)"
     ]
 
 

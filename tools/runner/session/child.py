@@ -32,7 +32,7 @@ import time
 
 from tools.hardware import variants
 from tools.runner.process import descendants, lifetime, process_env, witness
-from tools.runner.session import collection_record, node_ids, threads
+from tools.runner.session import collection_record, node_ids, threads, user_filter
 from tools.runner.session import ledger as ledger_plugin
 
 COMMAND = [sys.executable, "-m", "tools.runner.session.child"]
@@ -115,7 +115,9 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
         env, process_env.export, selector.durations, selector.recorded_seconds()
     )
     by_id = node_ids.NodeIdSelector.from_env(env)  # exact re-runs (the gate's)
-    plugins = [selector, ledger_plugin.plugin(ledger, selector, by_id), budget]
+    # The user's filter as given, before pytest reads an ini file or a conftest (user_filter.py).
+    user = user_filter.UserFilter(args, env, by_id)
+    plugins = [selector, ledger_plugin.plugin(ledger, selector, user), budget]
     if by_id:
         plugins.append(by_id)
     if selector.total > 1:

@@ -5,7 +5,7 @@ process ends:
 
     selected CASE          each test chosen for this variant and shard (after -k and sharding)
     elsewhere CASE         a test the shard selection gave to another shard
-    filtered CASE          a test the user's own filter left out (-k, -m, --deselect, node ids)
+    filtered CASE          a test the user's own filter left out (user_filter.py)
     start NODEID           the test's setup begins
     finish NODEID          its setup, call and teardown have reported
     session_finished       pytest's session ended (pytest_sessionfinish)
@@ -25,10 +25,10 @@ SELECTED, START, FINISH, SESSION_FINISHED = "selected", "start", "finish", "sess
 ELSEWHERE, FILTERED = "elsewhere", "filtered"
 
 
-def plugin(path: str, shards=None, node_ids=None):
+def plugin(path: str, shards=None, user=None):
     """The pytest plugin of the test process that writes the ledger at `path`.
 
-    `shards`: the ShardSelector (its `elsewhere`); `node_ids`: the NodeIdSelector, if any.
+    `shards`: the ShardSelector (its `elsewhere`); `user`: the session's UserFilter, if any.
     (A factory: the runner's own process reads the ledger and never imports pytest.)
     """
     import pytest
@@ -49,7 +49,7 @@ def plugin(path: str, shards=None, node_ids=None):
             kept = {id(i) for i in items}
             dropped = [i for i in collected if id(i) not in kept]
             elsewhere = set(shards.elsewhere) if shards else set()
-            left_out = user_filter(config, node_ids)
+            left_out = user.left_out(config) if user else lambda item: False
             for item in dropped:
                 if item.nodeid in elsewhere:
                     self._write(ELSEWHERE, case_key(item))
@@ -71,30 +71,3 @@ def plugin(path: str, shards=None, node_ids=None):
             self._write(SESSION_FINISHED)
 
     return Ledger()
-
-
-def user_filter(config, node_ids):
-    """left_out(item): True when the user's own selection excludes the item.
-
-    Evaluated here with pytest's own matchers, not read from pytest_deselected, which any
-    plugin or conftest can call for any item.
-    """
-    from _pytest.mark import KeywordMatcher, MarkMatcher
-    from _pytest.mark.expression import Expression
-
-    keyword = (config.option.keyword or "").lstrip()
-    marks = config.option.markexpr or ""
-    by_keyword = Expression.compile(keyword) if keyword else None
-    by_mark = Expression.compile(marks) if marks else None
-    prefixes = tuple(config.getoption("deselect") or [])
-    wanted = node_ids.wanted if node_ids else None
-
-    def left_out(item) -> bool:
-        return bool(
-            (by_keyword and not by_keyword.evaluate(KeywordMatcher.from_item(item)))
-            or (by_mark and not by_mark.evaluate(MarkMatcher.from_markers(item.iter_markers())))
-            or (prefixes and item.nodeid.startswith(prefixes))
-            or (wanted is not None and item.nodeid not in wanted)
-        )
-
-    return left_out

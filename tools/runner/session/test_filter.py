@@ -2,7 +2,8 @@
 
 pytest keeps only the last -k of its command line, so passing the filter as one more -k lost
 either it or the target's `args = ["-k", ...]` (and what `bazel run ... -- -k` adds). Loaded as
-a plugin instead, it joins whatever -k pytest parsed, wherever that came from.
+a plugin instead, it joins whatever -k pytest parsed, wherever that came from; what the runner
+excuses joins it with the command line's -k alone (user_filter.py).
 
 PYTEST_DONT_REWRITE: the runner's test process imported this module before pytest loads it.
 """
