@@ -1,4 +1,5 @@
-"""Declared expected outcomes: which of a target's tests are expected to skip or fail, and why.
+"""Declared expected outcomes: which of a target's tests skip, fail, or pass where their source
+expects a failure, and why.
 
     torch_test(name = "test_x", expectations = "test_x.expectations.toml")
 
