@@ -20,8 +20,9 @@ Prints:
     every label exists in @pypi's manifest or a BUILD file), expectations when cases skipped;
   - per variant, the cases that land there;
   - what the cases did (unless --no-run), as expectations entries of their variant to review:
-    skips with their reason, failures as `fail` entries with `proposed = true` (the runner
-    refuses one until a person removes that line); expected failures that failed need none;
+    skips with their reason, failures as `fail` entries and expected failures that passed as
+    `pass` entries, both with `proposed = true` (the runner refuses one until a person removes
+    that line); expected failures that failed need none;
   - plainly, when the file cannot be collected on this host, or defines tests nothing collects.
 Exit status 1 when the file cannot be collected here (the stanza would be a guess).
 """
@@ -327,9 +328,10 @@ def measured_runs(result: dict) -> list[tuple[str, dict]]:
 def proposals(path: pathlib.Path, result: dict) -> Proposals:
     """Entries for the measured outcomes of `result` (tools/add_test_collect.py, --run) and of
     its GPU variants' runs, each entry for its variant: each skip with torch's own reason; each
-    failure as a `fail` entry whose match is the literal start of its first failure,
-    `proposed = true` so that a person decides; none for a case that failed as it expected to
-    (xfail, unittest.expectedFailure)."""
+    failure as a `fail` entry whose match is the literal start of its first failure, and each
+    case that expected to fail (xfail, unittest.expectedFailure) and passed as a `pass` entry,
+    both `proposed = true` so that a person decides; none for a case that failed as it
+    expected to."""
     entries, notes = [], []
     for variant, run in measured_runs(result):
         _propose(path, run, variant, entries, notes)
@@ -378,10 +380,15 @@ def _propose(path: pathlib.Path, result: dict, variant: str, entries: list, note
                 notes.append(f"{test}{shown}: failed, then its teardown failed with {why}")
                 continue
         entries.append(entry)
-    for nodeid in result.get("xpassed", []):
-        notes.append(
-            f"{_local(path, nodeid)}{shown}: expected to fail (xfail / expectedFailure) and "
-            "passed; no entry can declare that: its target fails it"
+    for nodeid in result.get("xpassed", []):  # expected to fail (xfail / expectedFailure)
+        entries.append(
+            {
+                "test": _local(path, nodeid),
+                "outcome": "pass",
+                "reason": f"expected to fail, passes on {torch} as measured by add_test",
+                "variants": [variant],
+                "proposed": True,
+            }
         )
 
 

@@ -35,12 +35,11 @@ import sys
 
 # Imported before the session starts, so what they load is not counted as the file's.
 from tools.runner.process import witness
-from tools.runner.session import inventory
+from tools.runner.session import expectations, inventory
 
 RESULT_PREFIX = "torch_test add_test: "
 PLUGIN = "tools.runner.session.plugin"
 NOT_APPLICABLE_PROPERTY = "torch_test.not_applicable"  # tools.runner.session.outcome_audit
-_UNEXPECTED_SUCCESS = "Unexpected success"  # pytest's failure for unittest's unexpected success
 
 
 def _canonical(name: str) -> str:
@@ -182,7 +181,11 @@ class Recorder:
         out = []
         for nodeid in sorted(self.expected & self.called - set(self.xfails)):
             seen = self.failures.get(nodeid)
-            if not seen or seen[0]["msg"] == _UNEXPECTED_SUCCESS and seen[0]["type"] == "Failed":
+            if (
+                not seen
+                or seen[0]["msg"] == expectations.UNEXPECTED_SUCCESS
+                and seen[0]["type"] == "Failed"
+            ):
                 out.append(nodeid)
         return out
 

@@ -8,8 +8,8 @@ for one file, in the tests' environment with the GPUs hidden: one process per fi
 the cases of each GPU variant it has the GPUs for then run, one file at a time. Then it writes:
   - DIR/BUILD.bazel: one torch_test per file that could be collected (add_test.stanza);
   - DIR/test_x.expectations.toml: the measured outcomes (add_test.proposals): skips with their
-    reason, failures as `fail` entries with `proposed = true`, which the runner refuses until a
-    person removes that line.
+    reason, failures as `fail` entries and expected failures that passed as `pass` entries,
+    both with `proposed = true`, which the runner refuses until a person removes that line.
 Each stanza and entry it writes is preceded by `# add_test: generated <digest>`, the digest of
 what it wrote. On a re-run it replaces what it wrote that is unchanged since (by digest, so a
 formatter's reflow is no change), removes what it wrote for a file or an outcome that is gone,
@@ -131,7 +131,7 @@ def _differs(kept, measured: dict) -> bool:
     and `proposed` are the person's)."""
     if not isinstance(kept, dict):
         return True
-    return any(kept.get(k) != measured[k] for k in ("outcome", "match"))
+    return any(kept.get(k) != measured.get(k) for k in ("outcome", "match"))  # a pass: no match
 
 
 def merge_entries(text: str | None, measured: list[dict], name: str):
@@ -154,9 +154,10 @@ def merge_entries(text: str | None, measured: list[dict], name: str):
         for test in [t for t in wanted if _covers(block.value, t)]:
             new = wanted.pop(test)
             if _differs(block.value, new):
+                match = f", match = {new['match']!r}" if "match" in new else ""
                 said.append(
                     f"{name}: kept the entry for {block.key} as {whose}; measured now: "
-                    f"{new['outcome']}, match = {new['match']!r}"
+                    f"{new['outcome']}{match}"
                 )
     for entry in wanted.values():
         out.append(entry_block(entry))
@@ -344,12 +345,11 @@ def _result_line(path: pathlib.Path, result: dict, proposed, ran: bool) -> str:
         counts[variant or "no variant"] = counts.get(variant or "no variant", 0) + 1
     line = f"{path.name}: " + (" ".join(f"{v}={n}" for v, n in counts.items()) or "no cases")
     for variant, run in add_test.measured_runs(result) if ran else []:
-        fails = sum(
-            1 for e in proposed.entries if e["outcome"] == "fail" and e["variants"] == [variant]
-        )
+        ours = [e["outcome"] for e in proposed.entries if e["variants"] == [variant]]
         line += (
-            f"; {variant} cases measured: {len(run['skips'])} skipped, {fails} failed (proposed), "
-            f"{len(add_test.expected_failures(run))} failed as expected"
+            f"; {variant} cases measured: {len(run['skips'])} skipped, {ours.count('fail')} "
+            f"failed (proposed), {len(add_test.expected_failures(run))} failed as expected, "
+            f"{ours.count('pass')} passed against their expectation (proposed)"
         )
     return line
 

@@ -82,9 +82,11 @@ def test_a_directory_is_written_in_one_command(measured):
 
     toml = directory / "test_shapes.expectations.toml"
     entries = {e["test"]: e for e in tomllib.loads(toml.read_text())["expect"]}
-    # Expected failures need no entry (and are no skips); the GPU test did not run here.
+    # An expected failure that failed needs no entry (and is no skip), one that passed is
+    # proposed as a pass; the GPU test did not run here.
     assert sorted(entries) == [
         "test_shapes.py::TestShapes::test_breaks_on_this_torch",
+        "test_shapes.py::TestShapes::test_known_to_fail_but_passes",
         "test_shapes.py::TestShapes::test_needs_a_widget",
     ]
     assert entries["test_shapes.py::TestShapes::test_needs_a_widget"] == {
@@ -97,8 +99,18 @@ def test_a_directory_is_written_in_one_command(measured):
     fail = entries["test_shapes.py::TestShapes::test_breaks_on_this_torch"]
     assert fail["match"] == "ValueError: the widget count is wrong at"  # the address left out
     assert fail["proposed"] is True
-    assert any("test_known_to_fail_but_passes: expected to fail" in line for line in said)
-    assert "1 skipped, 1 failed (proposed), 1 failed as expected" in "\n".join(said)
+    torch = f"torch {results[directory / 'test_shapes.py']['torch']}"
+    assert entries["test_shapes.py::TestShapes::test_known_to_fail_but_passes"] == {
+        "test": "test_shapes.py::TestShapes::test_known_to_fail_but_passes",
+        "outcome": "pass",
+        "reason": f"expected to fail, passes on {torch} as measured by add_test",
+        "variants": ["cpu"],
+        "proposed": True,
+    }
+    assert (
+        "1 skipped, 1 failed (proposed), 1 failed as expected, 1 passed against their "
+        "expectation (proposed)"
+    ) in "\n".join(said)
 
     # The runner refuses the proposal, naming it, until a person removes `proposed = true`.
     with pytest.raises(expectations.ExpectationError, match="a proposed entry .*breaks_on"):
@@ -107,6 +119,7 @@ def test_a_directory_is_written_in_one_command(measured):
     confirmed = {e.test: e for e in expectations.load(str(toml), ["cpu", "gpu"])}
     text = "ValueError: the widget count is wrong at 0x7f00deadbeef again"
     assert confirmed[fail["test"]].matched(text) == fail["match"]
+    assert confirmed["test_shapes.py::TestShapes::test_known_to_fail_but_passes"].outcome == "pass"
 
     # Again, on the same measurements: the confirmed entry is the person's and is kept.
     before = {p.name: p.read_text() for p in directory.iterdir()}
@@ -213,6 +226,39 @@ def test_a_rerun_replaces_only_what_it_wrote_and_says_what_it_did():
         "t.py::test_a",
         "t.py::test_c",
     ]
+
+
+def test_an_expected_failure_that_passed_is_proposed_as_a_pass_and_merged(tmp_path):
+    result = {"torch": "2.15.0", "xpassed": ["t.py::T::test_fixed"]}
+    (entry,) = add_test.proposals(tmp_path / "t.py", result).entries
+    assert entry == {
+        "test": "t.py::T::test_fixed",
+        "outcome": "pass",
+        "reason": "expected to fail, passes on torch 2.15.0 as measured by add_test",
+        "variants": ["cpu"],
+        "proposed": True,
+    }
+    text, said = add_test_dir.merge_entries(None, [entry], "t.toml")
+    assert said == ["t.toml: added a PROPOSED pass entry for t.py::T::test_fixed"]
+    toml = tmp_path / "t.expectations.toml"
+    toml.write_text(text)
+    with pytest.raises(expectations.ExpectationError, match="a proposed entry .*'pass'"):
+        expectations.load(str(toml), ["cpu"])
+    # Confirmed by a person; measured failing again (as it expects): kept, the change said.
+    text = text.replace("proposed = true\n", "")
+    toml.write_text(text)
+    (confirmed,) = expectations.load(str(toml), ["cpu"])
+    assert (confirmed.outcome, confirmed.reason) == ("pass", entry["reason"])
+    fail = _fail("t.py::T::test_fixed", "AssertionError: broke again")
+    assert add_test_dir.merge_entries(text, [fail], "t.toml") == (
+        text,
+        [
+            "t.toml: kept the entry for t.py::T::test_fixed as edited; measured now: fail, "
+            "match = 'AssertionError: broke again'"
+        ],
+    )
+    kept, said = add_test_dir.merge_entries(text, [dict(entry, reason="x")], "t.toml")
+    assert (kept, said) == (text, [])  # the same outcome: nothing to say
 
 
 def test_an_entry_written_by_hand_is_kept_and_covers_what_it_names():

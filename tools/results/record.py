@@ -17,7 +17,9 @@ subtest fails its case too.
 
 Case outcomes are what the runner's witness saw the case do (tools/runner/witness.py), not what
 pytest reported:
-  passed          its body was entered and returned, every phase clean
+  passed          its body was entered and returned, every phase clean; with `declared`, a case
+                  that expects to fail (xfail, unittest.expectedFailure) and passed, as its
+                  expectations file declares (outcome = "pass")
   failed          it raised, or a phase (setup, teardown) did, or a thread it started did, or it
                   left a coroutine unawaited, or it passed where a failure was expected
   xfail           an expected failure (xfail marker, unittest.expectedFailure) that ran and raised

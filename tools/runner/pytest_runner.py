@@ -46,8 +46,10 @@ verdict.py), whatever pytest reports; the target passes only where that judgemen
 pytest's session ended with status 0 (completion.py). No test selected in the whole target
 fails; an empty shard of a non-empty target passes; hardware the variant needs but the host
 lacks fails with a message. The shard's typed record (tools/results/record.py) goes into
-test.xml. Outside `bazel test` (e.g. `bazel run`), extra arguments go straight to pytest,
-except options that keep tests from running (refused_options.py).
+test.xml, also where the expectations file is refused (its one line, expectations.py) or the
+runner itself raises (verdict failed, the exception's line). Outside `bazel test` (e.g. `bazel
+run`), extra arguments go straight to pytest, except options that keep tests from running
+(refused_options.py).
 """
 
 import contextlib
@@ -182,21 +184,29 @@ def _run_checked(
     finally:
         check.cancel()
     events = seen.events()
-    if found is None:
+    variant = target.variant
+    try:
+        entries, refused = _declared(target, variant), None
+    except expectations.ExpectationError as error:
+        entries, refused = [], str(error)
+    if found is None or refused:
         rec = record.ShardRecord()
-        # A failed collection: the tests' own output says why.
-        rec.problems = [] if result else [why]
+        # A failed collection: the tests' own output says why; a refused file: its line, below.
+        rec.problems = [] if result or refused else [why]
     else:
-        variant = target.variant
         done = completion.Record(ledger)
-        rec = verdict.shard_record(
-            found, done.excused, events, _declared(target, variant), variant, os.getcwd()
-        )
+        try:
+            rec = verdict.shard_record(found, done.excused, events, entries, variant, os.getcwd())
+        except expectations.ExpectationError as error:  # a test two entries name, say
+            rec, refused = record.ShardRecord(), str(error)
+        else:
+            rec.problems += _plugin_problems(events, done)
         rec.expectations = target.expectations
-        rec.problems += _plugin_problems(events, done)
         if sharded:
             status, unstable = check.stability(collection_record.record_path(ledger), found)
             rec.problems += [unstable] if status else []
+    # A file the runner cannot read as declared: its one line (the session's too) fails it.
+    rec.problems += [refused] if refused else []
     rec.interrupted, rec.interrupted_stack = child.interrupted(ledger)
     problems = verdict.problems(rec)
     if problems:
@@ -208,16 +218,12 @@ def _run_checked(
 
 
 def _declared(target: spec.Spec, variant: str) -> list:
-    """The target's declared outcomes for this variant and torch release."""
+    """The target's declared outcomes for this variant and torch release; ExpectationError (one
+    line) where its file is refused."""
     source = target.expectations
     if not source:
         return []
-    names = target.declared_variants or list(variants.VARIANTS)
-    # The session refuses a broken file at collection, naming it; nothing is accepted here then.
-    try:
-        return expectations.applicable(expectations.load(source, names), variant)
-    except expectations.ExpectationError:
-        return []
+    return expectations.read(source, target.declared_variants or list(variants.VARIANTS), variant)
 
 
 def _plugin_problems(events: list[dict], done: completion.Record) -> list[str]:
@@ -312,6 +318,17 @@ def deadline(env, started: float) -> float | None:
 
 
 def run(argv: list[str], env=os.environ) -> int:
+    try:
+        return _run(argv, env)
+    except Exception as error:  # the runner's own failure: still a record, then the traceback
+        if env.get("XML_OUTPUT_FILE"):
+            why = f"the runner failed: {type(error).__name__}: {error}".splitlines()[0]
+            crashed = record.ShardRecord(verdict=record.FAILED, problems=[why])
+            record.write(env["XML_OUTPUT_FILE"], crashed, env.get("TEST_TARGET", "pytest"))
+        raise
+
+
+def _run(argv: list[str], env) -> int:
     if not argv:
         print("usage: pytest_runner.py TEST_FILE [PYTEST_ARGS...]", file=sys.stderr)
         return 2

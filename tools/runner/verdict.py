@@ -16,8 +16,9 @@ judged by one rule (`judge`): a skip is green only where a declaration or the ha
 accepts its reason; a failure (in any phase, in a thread, a coroutine left unawaited, a rank that
 never returned) only where the source expects it (an xfail that ran and raised what it names) or
 a declaration matches its `Type: message`; a body that never ran is never green; a case that
-passed where a failure was expected or declared is a failure; a failing subtest is a failure
-of its case's body. The outcome of every case, and of every subtest as a case of its own, goes
+passed where a failure was expected or declared is a failure, unless a declared pass names it
+(a case that expects to fail, passing on this torch); a failing subtest is a failure of its
+case's body. The outcome of every case, and of every subtest as a case of its own, goes
 into the shard's typed record (tools/results/record.py).
 """
 
@@ -139,6 +140,8 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
         return fail("failed", "its body never ran (something reported a result without calling it)")
     if not failures and s.entered and not s.returned:
         return fail("failed", "its body never returned (the process left it)")
+    if entry is not None and entry.outcome == "pass":
+        return _judge_pass(s, entry, failures, body)
     expected = info.get("xfail")
     if failures:
         first = failures[0]
@@ -215,6 +218,29 @@ def _stale(entry) -> dict:
     }
 
 
+def _judge_pass(s: Seen, entry, failures: list[dict], body) -> record.Case:
+    """A declared pass (expectations.check_passes: of a case that expects to fail): green where
+    the body returned and nothing failed but unittest's report of the unexpected success."""
+    unexpected = [e for e in failures if not (e is failures[0] and _unexpected_success(e, body))]
+    if unexpected:
+        return record.Case(
+            "failed", f"{_text(unexpected[0])} (declared pass ({entry.reason}): it did not pass)"
+        )
+    if not (s.entered and s.returned):
+        return record.Case("failed", "its body never returned (declared pass: it did not pass)")
+    ranks = _ranks_missing(s)
+    if ranks:
+        return record.Case("failed", ranks)
+    return record.Case("passed", "expected to fail, and passed as declared", entry.reason)
+
+
+def _unexpected_success(exc: dict, body) -> bool:
+    """`exc` is pytest's failure of unittest's unexpected success, after a body that returned."""
+    # pytest.fail's exception: its __module__ says "builtins" (witness._outcomes).
+    failed = exc["type"].rsplit(".", 1)[-1] == "Failed"
+    return body is None and failed and exc["msg"].startswith(expectations.UNEXPECTED_SUCCESS)
+
+
 def _judge_skip(skip: dict, info: dict, entry, teardown) -> record.Case:
     reason = skip["msg"]
     if teardown is not None:
@@ -262,6 +288,7 @@ def shard_record(
     # judged too: it expects nothing of itself, so only a real pass of it is green.
     ours.update({key: {} for key, s in seen.items() if s.begun and key not in ours})
     declared, _ = expectations.assign(entries, sorted(ours))
+    expectations.check_passes(declared, {key: info.get("xfail") for key, info in ours.items()})
     rec = record.ShardRecord()
     for key, info in sorted(ours.items()):
         s = seen.get(key, Seen())

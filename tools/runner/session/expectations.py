@@ -1,12 +1,14 @@
-"""Declared expected outcomes: which of a target's tests are expected to skip or fail, and why.
+"""Declared expected outcomes: which of a target's tests skip, fail, or pass where their source
+expects a failure, and why.
 
     torch_test(name = "test_x", expectations = "test_x.expectations.toml")
 
     [[expect]]
     test = "test_x.py::SomeClass::test_name"   # a node id, or an fnmatch pattern (*, ?, [..])
-    outcome = "skip"                           # "skip" or "fail"
+    outcome = "skip"                           # "skip", "fail" or "pass" (below)
     reason = "requires cuda: the cpu target has no GPU"   # required: the measured reason
-    match = "requires cuda"                    # required: what the outcome must say (below)
+    match = "requires cuda"                    # a skip's or fail's, required: what the outcome
+                                               # must say (below)
     count = 3                                  # required for a pattern: how many tests it names
     torch = ["2.13", "2.14"]                   # optional: release keys (releases.py)
     variants = ["cpu"]                         # optional: only in these variants
@@ -29,10 +31,18 @@ A declaration says what it accepts, so that it cannot also accept what it was no
 - A fail declares the case's first failure, in whichever phase; a teardown error after it (a
   callback registry left dirty by the failed call, say) is declared by `teardown`, in the same
   `Type: message-prefix` form, and fails the case where it is not.
+- `outcome = "pass"` declares that a case the source expects to fail (an xfail marker, strict
+  or not, or unittest.expectedFailure) passes on the torch the entry applies to (key it with
+  `torch = [...]`): it has no `match` and no `teardown`, and the case is green only where its
+  body ran and returned with every phase clean (recorded as `passed` with its `declared`
+  reason, so a gate compares it as a pass). It fails the case where the case does not pass,
+  and the file is refused where the case it names expects no failure (the runner reads that
+  from its inventory, tools/runner/session/inventory.py).
 - `reason` is the author's word, shown beside the text that matched (log and JUnit property).
-- `proposed = true` marks an entry tools/add_test.py wrote from what it measured (a failure on
-  this torch): the file is refused, naming the entry, until a person confirms it by removing
-  that line, so no measured failure is accepted without someone deciding to.
+- `proposed = true` marks an entry tools/add_test.py wrote from what it measured (a failure, or
+  an expected failure that passed, on this torch): the file is refused, naming the entry, until
+  a person confirms it by removing that line, so no measured outcome is accepted without
+  someone deciding to.
 
 The torch_test macro puts the file in the targets' runfiles and its path in their spec
 (tools/hardware/spec.py, `expectations`). Tests are named by their pytest node id without the
@@ -40,6 +50,11 @@ file's directories (`test_x.py::...`), so the file reads the same under Bazel an
 An entry that is exactly a collected test's id names that test only (parametrized ids contain
 brackets); otherwise it is an fnmatch pattern. How the outcomes are judged:
 tools.runner.session.outcome_audit.
+
+A file that cannot be read as declared (bytes that are not UTF-8, invalid TOML, an entry that
+breaks a rule above, a test two entries name, a `torch` key where the target has no torch) is
+refused with one ExpectationError line naming the file, the entry and the fix: `read` and
+`assign` raise it, and the session and the runner each fail the target with that line.
 """
 
 import dataclasses
@@ -50,7 +65,9 @@ import tomllib
 from tools.runner.process import witness
 from tools.runner.session import releases
 
-OUTCOMES = ("skip", "fail")
+OUTCOMES = ("skip", "fail", "pass")
+# pytest's failure of a unittest case whose expectedFailure passed: a declared pass accepts it.
+UNEXPECTED_SUCCESS = "Unexpected success"
 # JUnit user properties (item.user_properties) of a test with a declared outcome: the
 # declaration, and the text of the outcome that its match accepted.
 DECLARED_PROPERTY = "torch_test.declared"
@@ -94,6 +111,7 @@ class Entry:
     torch: tuple[str, ...] | None = None
     variants: tuple[str, ...] | None = None
     teardown: str | None = None  # a fail's teardown error after the declared failure
+    source: str = ""  # the file it is in, for messages
 
     def __str__(self) -> str:
         return f"[[expect]] #{self.index} (test = {self.test!r}, outcome = {self.outcome!r})"
@@ -118,19 +136,37 @@ class Entry:
         return f"{self.outcome}: {self.reason}"
 
 
+def read(path: str, variants, variant: str) -> list[Entry]:
+    """The entries of the file at `path` that apply to `variant` and the torch under test:
+    what the session and the runner each read. `variants` are those an entry may name."""
+    return applicable(load(path, variants), variant)
+
+
 def load(path: str, variants) -> list[Entry]:
     """The entries of the file at `path`; `variants` are those an entry may name."""
     try:
         with open(path, "rb") as f:
-            document = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ExpectationError(f"{path}: {error}") from error
+            data = f.read()
+    except OSError as error:
+        raise ExpectationError(f"{path}: cannot be read ({error})") from error
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ExpectationError(
+            f"{path}: byte {data[error.start]:#04x} on line {line} is not UTF-8: write the "
+            "file as UTF-8 text"
+        ) from error
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ExpectationError(f"{path}: not valid TOML ({error}): correct that line") from error
     extra = sorted(set(document) - {"expect"})
     if extra:
         raise ExpectationError(f"{path}: unknown tables {extra}; write [[expect]] entries")
     entries = document.get("expect", [])
-    if not isinstance(entries, list):
-        raise ExpectationError(f"{path}: write each entry as [[expect]]")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ExpectationError(f"{path}: write each entry as an [[expect]] table")
     return [_entry(path, index, raw, variants) for index, raw in enumerate(entries, start=1)]
 
 
@@ -155,12 +191,21 @@ def _entry(path: str, index: int, raw: dict, variants) -> Entry:
     if raw["outcome"] not in OUTCOMES:
         raise bad(f"outcome {raw['outcome']!r} is not one of {list(OUTCOMES)}")
     match = raw.get("match")
-    if not isinstance(match, str):
+    if raw["outcome"] == "pass":
+        for key in ("match", "teardown"):
+            if key in raw:
+                raise bad(
+                    f"a pass has no {key}: it declares that a case the source expects to fail "
+                    "passes here; remove the key"
+                )
+        match = ""
+    elif not isinstance(match, str):
         raise bad(
             "match is required: literal text that the skip's reason contains, or, for a fail, "
             "`Type: message-prefix`"
         )
-    _check_match(match, raw["outcome"], bad)
+    else:
+        _check_match(match, raw["outcome"], bad)
     count = raw.get("count")
     if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
         raise bad(f"count must be a positive integer, got {count!r}")
@@ -182,7 +227,16 @@ def _entry(path: str, index: int, raw: dict, variants) -> Entry:
             raise bad("teardown is a fail's: `Type: message-prefix` of the teardown error")
         _check_match(teardown, "fail", bad)
     return Entry(
-        index, raw["test"], raw["outcome"], raw["reason"], match, count, torch, named, teardown
+        index,
+        raw["test"],
+        raw["outcome"],
+        raw["reason"],
+        match,
+        count,
+        torch,
+        named,
+        teardown,
+        path,
     )
 
 
@@ -268,10 +322,24 @@ def _strings(raw: dict, key: str, bad) -> tuple[str, ...] | None:
 def applicable(entries: list[Entry], variant: str) -> list[Entry]:
     """The entries that apply to `variant` and the torch under test (imported only if asked)."""
     ours = [e for e in entries if e.variants is None or variant in e.variants]
-    if not any(e.torch for e in ours):
+    keyed = next((e for e in ours if e.torch), None)
+    if keyed is None:
         return ours
-    running = releases.release_key(releases.torch_release())
+    try:
+        running = releases.release_key(releases.torch_release())
+    except ImportError as error:  # the target has no torch (no distribution, no module)
+        raise _refused(
+            keyed,
+            f"torch = {list(keyed.torch)} applies it to torch releases, and this target has no "
+            "torch: remove the torch key, or add torch to the target's deps",
+        ) from error
     return [e for e in ours if e.torch is None or running in e.torch]
+
+
+def _refused(entry: Entry, why: str) -> ExpectationError:
+    """The one line refusing `entry`: its file, the entry, why and the fix."""
+    where = f"{entry.source}: " if entry.source else ""
+    return ExpectationError(f"{where}{entry}: {why}")
 
 
 def local_id(nodeid: str) -> str:
@@ -293,11 +361,11 @@ def assign(entries: list[Entry], nodeids: list[str]) -> tuple[dict[str, Entry], 
             matched = []  # a node id no longer collected
         else:
             if entry.count is None:
-                raise ExpectationError(
-                    f"{entry}: a pattern names as many tests as its count: add count = N (it "
-                    "matches {} now)".format(
-                        sum(fnmatch.fnmatchcase(local, entry.test) for local in by_local)
-                    )
+                now = sum(fnmatch.fnmatchcase(local, entry.test) for local in by_local)
+                raise _refused(
+                    entry,
+                    f"a pattern names as many tests as its count: add count = N (it matches {now} "
+                    "now)",
                 )
             matched = [n for local, n in by_local.items() if fnmatch.fnmatchcase(local, entry.test)]
             if matched and len(matched) != entry.count:
@@ -307,8 +375,10 @@ def assign(entries: list[Entry], nodeids: list[str]) -> tuple[dict[str, Entry], 
             unmatched.append(entry)
         for nodeid in matched:
             if nodeid in declared:
-                raise ExpectationError(
-                    f"{nodeid} is declared twice: {declared[nodeid]} and {entry}"
+                raise _refused(
+                    entry,
+                    f"{local_id(nodeid)} is declared twice, here and by {declared[nodeid]}: "
+                    "keep one entry for it (remove one, or narrow the pattern)",
                 )
             declared[nodeid] = entry
     stale = [f"{e}: matches no test" for e in unmatched]
@@ -317,3 +387,16 @@ def assign(entries: list[Entry], nodeids: list[str]) -> tuple[dict[str, Entry], 
         for e, m in miscounted
     ]
     return declared, stale
+
+
+def check_passes(declared: dict[str, Entry], expected: dict[str, dict | None]) -> None:
+    """Refuses a pass declared for a case that expects no failure: `expected` is the
+    inventory's expectation of each case (verdict.judge's `info["xfail"]`), None for none."""
+    for key, entry in sorted(declared.items()):
+        if entry.outcome == "pass" and expected.get(key) is None:
+            raise _refused(
+                entry,
+                f"{local_id(key)} expects no failure (no xfail marker, no "
+                "unittest.expectedFailure), so there is no unexpected success to declare: "
+                "remove the entry",
+            )

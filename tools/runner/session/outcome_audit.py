@@ -12,12 +12,13 @@ is the runner's to judge, from an inventory taken apart from this session
 thread) is the runner's witness's (tools/runner/process/witness.py).
 
 Declared outcomes (tools.runner.session.expectations; the torch_test `expectations` file): a
-declared skip
-passes only when the test skips (its reason matching `match`); a declared fail passes only when
-the test ran and failed (reported as an xfail with the declared reason); a declared test that
-runs and passes, or an entry matching no test of the variant's whole collection (before -k and
-sharding, so every shard judges the same list), fails the target as stale. Each declared test
-carries the JUnit property expectations.DECLARED_PROPERTY.
+declared skip passes only when the test skips (its reason matching `match`); a declared fail
+passes only when the test ran and failed (reported as an xfail with the declared reason); a
+declared pass only when a test that expects to fail passed (its XPASS or unittest's "Unexpected
+success" reported as a pass); a declared test that runs and passes (a skip's or fail's), a
+declared pass that did not pass, or an entry matching no test of the variant's whole collection
+(before -k and sharding, so every shard judges the same list), fails the target as stale. Each
+declared test carries the JUnit property expectations.DECLARED_PROPERTY.
 
 Not applicable (a test for hardware no variant offers, read from torch's decorators by
 tools/runner/session/upstream_decorators.py): a test the session plugin placed so (the stash
@@ -59,8 +60,8 @@ class OutcomeAudit:
         ours = [i.nodeid for i in collected if self.variant_of(i) == self.variant]
         try:
             self.declared, stale = expectations.assign(self.entries, ours)
-        except expectations.ExpectationError as error:
-            raise pytest.UsageError(f"{self.source}: {error}") from error
+        except expectations.ExpectationError as error:  # it names the file
+            raise pytest.UsageError(str(error)) from error
         self.stale += [f"{why} (variant {self.variant!r})" for why in stale]
         for item in items:
             self.items[item.nodeid] = item
@@ -87,6 +88,13 @@ class OutcomeAudit:
             if matched is not None and item.nodeid in self.matched:  # after the declared one
                 report.outcome = "passed"  # declared with the failure: its `teardown`
                 self._note_match(item, report, f"{self.matched[item.nodeid]}; then {matched}")
+        elif entry and entry.outcome == "pass" and call.when == "call":
+            expected = _unexpected_success(item, call, report)
+            if expected is not None:  # declared: the pass its source did not expect
+                report.outcome, report.longrepr = "passed", None
+                if hasattr(report, "wasxfail"):
+                    del report.wasxfail
+                self._note_match(item, report, expected)
         elif entry and entry.outcome == "skip" and report.skipped:
             matched = entry.matched(_skip_reason(report))
             if matched is not None:
@@ -157,6 +165,20 @@ class OutcomeAudit:
             self.accepted.append(
                 f"{nodeid}: declared fail ({entry.reason}); matched {self.matched.get(nodeid)!r}"
             )
+        elif entry.outcome == "pass":
+            if nodeid in self.matched:
+                self.accepted.append(
+                    f"{nodeid}: declared pass ({entry.reason}); {self.matched[nodeid]!r}"
+                )
+            elif report.passed:
+                self.stale.append(
+                    f"{nodeid}: declared pass ({entry.reason}), but it expects no failure: "
+                    f"there is no unexpected success to declare ({entry})"
+                )
+            else:
+                self.stale.append(
+                    f"{nodeid}: declared pass ({entry.reason}), but it did not pass ({entry})"
+                )
         elif report.passed:
             self.stale.append(f"{nodeid}: declared fail ({entry.reason}), but it passed ({entry})")
         elif report.failed:
@@ -203,6 +225,26 @@ def _failure_text(call) -> str:
     if call.excinfo is None:
         return ""
     return expectations.failure_text(call.excinfo.value)
+
+
+def _unexpected_success(item, call, report) -> str | None:
+    """How pytest reported the call of a case that expected to fail and passed (a strict xfail's
+    "[XPASS(strict)] ...", unittest's "Unexpected success", a lax xfail's XPASS), or None."""
+    if report.passed and getattr(report, "wasxfail", None) is not None:
+        return f"[XPASS] {report.wasxfail}"
+    if not report.failed:
+        return None
+    if call.excinfo is None and str(report.longrepr).startswith("[XPASS(strict)]"):
+        return str(report.longrepr)
+    expecting = (getattr(item, "obj", None), getattr(item, "cls", None))
+    if (
+        call.excinfo is not None
+        and call.excinfo.errisinstance(pytest.fail.Exception)
+        and str(call.excinfo.value.msg).startswith(expectations.UNEXPECTED_SUCCESS)
+        and any(getattr(o, "__unittest_expecting_failure__", False) for o in expecting)
+    ):
+        return expectations.UNEXPECTED_SUCCESS
+    return None
 
 
 def _skip_reason(report) -> str:

@@ -207,8 +207,8 @@ def _outcome_audit() -> outcome_audit.OutcomeAudit:
     if source:
         declared = _declared_variants() or list(variants.VARIANTS)
         try:
-            entries = expectations.applicable(expectations.load(source, declared), variant)
-        except expectations.ExpectationError as error:
+            entries = expectations.read(source, declared, variant)
+        except expectations.ExpectationError as error:  # one line, the file's and the fix
             raise pytest.UsageError(str(error)) from error
     return outcome_audit.OutcomeAudit(
         variant, lambda item: requirements(item).variant, entries, source

@@ -198,3 +198,75 @@ def test_the_session_refuses_a_proposed_entry(tmp_path, monkeypatch):
     monkeypatch.setenv(*Spec(expectations=str(path)).env().popitem())
     with pytest.raises(pytest.UsageError, match="a proposed entry .*test = 't.py::test_a'"):
         plugin._outcome_audit()
+
+
+PASS_ENTRY = '[[expect]]\ntest = "t.py::test_a"\noutcome = "pass"\nreason = "fixed in 2.13"\n'
+
+
+def test_a_pass_names_no_match_nor_teardown(tmp_path):
+    path = tmp_path / "t.expectations.toml"
+    path.write_text(PASS_ENTRY + 'torch = ["2.13"]\n')
+    (entry,) = expectations.load(str(path), ["cpu"])
+    assert (entry.outcome, entry.reason, entry.torch) == ("pass", "fixed in 2.13", ("2.13",))
+    for key in ("match", "teardown"):
+        path.write_text(PASS_ENTRY + f'{key} = "AssertionError: off by one"\n')
+        with pytest.raises(expectations.ExpectationError) as refused:
+            expectations.load(str(path), ["cpu"])
+        assert str(refused.value) == (
+            f"{path}: [[expect]] #1: a pass has no {key}: it declares that a case the source "
+            "expects to fail passes here; remove the key"
+        )
+    path.write_text(PASS_ENTRY.replace('reason = "fixed in 2.13"\n', ""))
+    with pytest.raises(expectations.ExpectationError, match="reason is required"):
+        expectations.load(str(path), ["cpu"])
+
+
+def test_a_pass_of_a_case_that_expects_no_failure_is_refused(tmp_path):
+    path = tmp_path / "t.expectations.toml"
+    path.write_text(PASS_ENTRY)
+    entries = expectations.load(str(path), ["cpu"])
+    declared, _ = expectations.assign(entries, ["d/t.py::test_a"])
+    expectations.check_passes(declared, {"d/t.py::test_a": {"raises": None}})
+    with pytest.raises(expectations.ExpectationError) as refused:
+        expectations.check_passes(declared, {"d/t.py::test_a": None})
+    assert str(refused.value) == (
+        f"{path}: [[expect]] #1 (test = 't.py::test_a', outcome = 'pass'): t.py::test_a expects "
+        "no failure (no xfail marker, no unittest.expectedFailure), so there is no unexpected "
+        "success to declare: remove the entry"
+    )
+
+
+def test_bytes_that_are_not_utf8_are_refused_naming_their_line(tmp_path):
+    path = tmp_path / "t.expectations.toml"
+    path.write_bytes(PASS_ENTRY.replace("fixed", "fix\xe9d").encode("latin-1"))
+    with pytest.raises(expectations.ExpectationError) as refused:
+        expectations.load(str(path), ["cpu"])
+    assert str(refused.value) == (
+        f"{path}: byte 0xe9 on line 4 is not UTF-8: write the file as UTF-8 text"
+    )
+
+
+def test_a_torch_key_without_torch_is_refused_naming_the_entry(tmp_path, monkeypatch):
+    def no_torch():
+        raise ModuleNotFoundError("No module named 'torch'")
+
+    monkeypatch.setattr(releases, "torch_release", no_torch)
+    path = tmp_path / "t.expectations.toml"
+    path.write_text(PASS_ENTRY + PASS_ENTRY.replace("test_a", "test_b") + 'torch = ["2.13"]\n')
+    with pytest.raises(expectations.ExpectationError) as refused:
+        expectations.read(str(path), ["cpu"], "cpu")
+    assert str(refused.value) == (
+        f"{path}: [[expect]] #2 (test = 't.py::test_b', outcome = 'pass'): torch = ['2.13'] "
+        "applies it to torch releases, and this target has no torch: remove the torch key, or "
+        "add torch to the target's deps"
+    )
+    path.write_text(PASS_ENTRY)  # no torch key: no torch needed
+    assert [e.test for e in expectations.read(str(path), ["cpu"], "cpu")] == ["t.py::test_a"]
+
+
+def test_a_file_of_other_values_than_tables_is_refused(tmp_path):
+    path = tmp_path / "t.expectations.toml"
+    path.write_text('expect = ["t.py::test_a"]\n')
+    with pytest.raises(expectations.ExpectationError) as refused:
+        expectations.load(str(path), ["cpu"])
+    assert str(refused.value) == f"{path}: write each entry as an [[expect]] table"

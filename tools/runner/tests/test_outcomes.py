@@ -4,6 +4,7 @@ tools/runner/refused_options.py): the real runner on small generated test files.
 test_utils' own modules live in test_utils/tests (test_expectations.py).
 """
 
+import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -226,6 +227,133 @@ def test_a_test_declared_twice_fails(tmp_path):
     result = run(tmp_path, PASSES, declare(tmp_path, one, two))
     assert result.returncode != 0
     assert "test_fixture.py::test_a is declared twice" in result.output
+
+
+def refused_in_one_line(tmp_path, result, line: str) -> None:
+    """The target failed with `line` (the expectations file's problem and its fix), no
+    traceback, and its shard's record holds that line."""
+    assert result.returncode != 0
+    assert "Traceback" not in result.output and "INTERNALERROR" not in result.output, result.output
+    assert [s for s in result.output.splitlines() if line in s], result.output
+    rec = record.read(tmp_path / "test.xml")
+    assert rec is not None, "no record in test.xml"
+    assert rec.verdict == record.FAILED
+    assert [p for p in rec.problems if line in p], rec.problems
+
+
+def test_an_expectations_file_that_is_not_utf8_is_refused_in_one_line(tmp_path):
+    env = declare(tmp_path, SKIP_ENTRY)
+    path = tmp_path / "test_fixture.expectations.toml"
+    path.write_bytes(path.read_bytes().replace(b"the cpu target", b"the cpu \xe9 target"))
+    result = run(tmp_path, SKIPS_FOR_GPU, env)
+    refused_in_one_line(
+        tmp_path, result, f"{path}: byte 0xe9 on line 5 is not UTF-8: write the file as UTF-8 text"
+    )
+
+
+def test_an_entry_written_twice_is_refused_in_one_line(tmp_path):
+    result = run(tmp_path, SKIPS_FOR_GPU, declare(tmp_path, SKIP_ENTRY, SKIP_ENTRY))
+    refused_in_one_line(
+        tmp_path,
+        result,
+        "test_fixture.expectations.toml: [[expect]] #2 (test = 'test_fixture.py::T::test_gpu', "
+        "outcome = 'skip'): test_fixture.py::T::test_gpu is declared twice, here and by "
+        "[[expect]] #1 (test = 'test_fixture.py::T::test_gpu', outcome = 'skip'): keep one entry "
+        "for it (remove one, or narrow the pattern)",
+    )
+
+
+def test_a_torch_keyed_entry_where_the_target_has_no_torch_is_refused_in_one_line(tmp_path):
+    # This target's deps hold no torch (BUILD.bazel), so neither does the runner it starts.
+    assert importlib.util.find_spec("torch") is None
+    result = run(tmp_path, SKIPS_FOR_GPU, declare(tmp_path, SKIP_ENTRY + 'torch = ["2.13"]\n'))
+    refused_in_one_line(
+        tmp_path,
+        result,
+        "test_fixture.expectations.toml: [[expect]] #1 (test = 'test_fixture.py::T::test_gpu', "
+        "outcome = 'skip'): torch = ['2.13'] applies it to torch releases, and this target has "
+        "no torch: remove the torch key, or add torch to the target's deps",
+    )
+
+
+# Cases their source expects to fail, passing: unittest's expectedFailure, a strict xfail.
+EXPECTED_FAILURES_PASS = """
+    import unittest
+
+    import pytest
+
+    class T(unittest.TestCase):
+        @unittest.expectedFailure
+        def test_fixed(self):
+            self.assertEqual(1, 1)
+
+    @pytest.mark.xfail(reason="bug 9", strict=True)
+    def test_strict():
+        pass
+
+    def test_plain():
+        pass
+    """
+PASS_ENTRIES = [
+    'test = "test_fixture.py::T::test_fixed"\noutcome = "pass"\nreason = "fixed in 2.13"\n',
+    'test = "test_fixture.py::test_strict"\noutcome = "pass"\nreason = "bug 9 fixed in 2.13"\n',
+]
+
+
+def test_a_declared_pass_of_an_expected_failure_is_green_and_recorded_as_a_pass(tmp_path):
+    result = run(tmp_path, EXPECTED_FAILURES_PASS, declare(tmp_path, *PASS_ENTRIES))
+    assert result.returncode == 0, result.output
+    rec = record.read(tmp_path / "test.xml")
+    seen = {case: (c.outcome, c.declared) for case, c in rec.cases.items()}
+    assert seen == {
+        "test_fixture.py::T::test_fixed": ("passed", "fixed in 2.13"),
+        "test_fixture.py::test_strict": ("passed", "bug 9 fixed in 2.13"),
+        "test_fixture.py::test_plain": ("passed", None),
+    }
+    assert {c.name: c.outcome for c in junit.cases(tmp_path / "test.xml")} == {
+        "test_fixed": "passed",
+        "test_strict": "passed",
+        "test_plain": "passed",
+    }
+
+
+def test_an_expected_failure_that_passes_undeclared_is_red(tmp_path):
+    result = run(tmp_path, EXPECTED_FAILURES_PASS)
+    assert result.returncode == 1
+    rec = record.read(tmp_path / "test.xml")
+    assert rec.cases["test_fixture.py::T::test_fixed"].outcome == "failed"
+    assert rec.cases["test_fixture.py::test_strict"].outcome == "failed"
+
+
+def test_a_declared_pass_of_a_case_that_fails_is_red_saying_so(tmp_path):
+    body = textwrap.dedent(EXPECTED_FAILURES_PASS).replace(
+        "self.assertEqual(1, 1)", "self.assertEqual(1, 2)"
+    )
+    result = run(tmp_path, body, declare(tmp_path, *PASS_ENTRIES))
+    assert result.returncode == 1
+    assert (
+        "failed: test_fixture.py::T::test_fixed: AssertionError: 1 != 2 (declared pass (fixed in "
+        "2.13): it did not pass)"
+    ) in result.output
+    assert rec_outcome(tmp_path, "test_fixture.py::T::test_fixed") == "failed"
+    assert rec_outcome(tmp_path, "test_fixture.py::test_strict") == "passed"
+
+
+def test_a_declared_pass_of_a_case_expecting_no_failure_is_refused(tmp_path):
+    entry = 'test = "test_fixture.py::test_plain"\noutcome = "pass"\nreason = "r"\n'
+    result = run(tmp_path, EXPECTED_FAILURES_PASS, declare(tmp_path, *PASS_ENTRIES, entry))
+    refused_in_one_line(
+        tmp_path,
+        result,
+        "test_fixture.expectations.toml: [[expect]] #3 (test = 'test_fixture.py::test_plain', "
+        "outcome = 'pass'): test_fixture.py::test_plain expects no failure (no xfail marker, no "
+        "unittest.expectedFailure), so there is no unexpected success to declare: remove the "
+        "entry",
+    )
+
+
+def rec_outcome(tmp_path, case: str) -> str:
+    return record.read(tmp_path / "test.xml").cases[case].outcome
 
 
 NOT_APPLICABLE = """

@@ -251,3 +251,21 @@ def test_node_ids_select_exact_cases_with_any_characters(tmp_path):
     result = run_runner(test_file, env)
     assert result.returncode == 1
     assert "no tests selected in this target" in result.stderr
+
+
+def test_a_runner_that_raises_still_writes_its_record(tmp_path, monkeypatch):
+    from tools.results import record
+    from tools.runner import pytest_runner
+
+    def broken(argv, env):
+        raise RuntimeError("the verdict broke\nsecond line")
+
+    monkeypatch.setattr(pytest_runner, "_run", broken)
+    env = {"XML_OUTPUT_FILE": str(tmp_path / "test.xml"), "TEST_TARGET": "//fake:target"}
+    with pytest.raises(RuntimeError, match="the verdict broke"):
+        pytest_runner.run(["test_x.py"], env)
+    rec = record.read(tmp_path / "test.xml")
+    assert (rec.verdict, rec.problems) == (
+        record.FAILED,
+        ["the runner failed: RuntimeError: the verdict broke"],
+    )
