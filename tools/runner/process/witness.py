@@ -81,6 +81,7 @@ class _State:
     channel: socket.socket | None = None
     case: dict | None = None  # the running case: {"path": ..., "name": ...}
     item = None  # its pytest item
+    body_of: dict | None = None  # the case whose body is running (`_Body`)
 
 
 _state = _State()
@@ -223,7 +224,7 @@ def _wrap_function_runtest(function_cls) -> None:
     @functools.wraps(runtest)
     def witnessed_runtest(self):
         original = self.obj
-        if inspect.iscoroutinefunction(original) or inspect.isasyncgenfunction(original):
+        if inspect.isasyncgenfunction(original):
             return runtest(self)  # pytest fails it itself; no body of it is ever seen
         self.obj = _body(original, self.nodeid)
         try:
@@ -243,6 +244,18 @@ def _unittest_excinfo(item):
 
 
 def _body(fn, what: str):
+    """The test function, witnessed. An async def stays one, witnessed where it is awaited: an
+    async runner (a conftest's pytest_pyfunc_call) that awaits it sees its body run; one that
+    drops it leaves a coroutine never awaited, and pytest's own call fails it as before."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_body(*args, **kwargs):
+            with _Body(what) as body:
+                body.returned(await fn(*args, **kwargs))
+
+        return async_body
+
     @functools.wraps(fn)
     def body(*args, **kwargs):
         _witnessed_call(lambda: fn(*args, **kwargs), what)
@@ -253,15 +266,41 @@ def _body(fn, what: str):
 def _witnessed_call(call, what: str) -> None:
     """Runs a test body, `call()`, telling the witness it entered and then returned or raised;
     a body that returns anything but None fails (`reject`)."""
-    send("enter")
-    try:
-        result = call()
+    with _Body(what) as body:
+        body.returned(call())
+
+
+class _Body:
+    """A test body while it runs: tells the witness it entered, then returned or raised.
+
+    Only the running case's outermost body is its body: a test that runs an inner suite
+    (unittest's runner on a TestCase of its own, whose failure it asserts) judges those inner
+    cases itself, so their bodies tell nothing (in any thread, or a process forked meanwhile).
+    """
+
+    def __init__(self, what: str):
+        self.what = what
+        case = _state.case
+        self.outermost = case is None or _state.body_of is not case
+
+    def __enter__(self):
+        if self.outermost:
+            _state.body_of = _state.case
+            send("enter")
+        return self
+
+    def returned(self, result) -> None:
         if result is not None:
-            reject(result, what)
-    except BaseException as exc:
-        send("raise", exc=exception(exc))
-        raise
-    send("return")
+            reject(result, self.what)
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        if self.outermost:
+            _state.body_of = None
+            if exc is None:
+                send("return")
+            else:
+                send("raise", exc=exception(exc))
+        return False  # an exception goes on
 
 
 def check_returns() -> None:
