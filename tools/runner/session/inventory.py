@@ -204,7 +204,7 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
             return (yield)
 
         @pytest.hookimpl(wrapper=True)
-        def pytest_collection_modifyitems(self, session, items):
+        def pytest_collection_modifyitems(self, session):
             result = yield
             collected = [item for item, _ in self.cases.values()]
             described = collection_record.describe(collected)  # as the shards compare
