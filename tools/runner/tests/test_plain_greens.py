@@ -9,6 +9,8 @@ message, each through the real runner, and the removals beside them that must st
   witnesses it where it is awaited); one never awaited did not.
 - A test that runs an inner unittest suite and asserts its failure passed: the inner cases'
   failures are the inner suite's, not the test's.
+- Shards partition the generated cases, and the stability check (tools/runner/collection.py)
+  compares theirs too.
 """
 
 import subprocess
@@ -300,3 +302,37 @@ def test_what_a_conftest_takes_away_stays_red(
     got = result.record.cases.get(f"test_fixture.py::{case}")
     assert got is not None and got.outcome == outcome, (got, result.output)
     assert needle in got.detail, (got, result.output)
+
+
+# Sharded: the inventory is a process of its own, with another hash seed (collection.py).
+
+# Positional ids (`pair0`, ...) over a set: which pair each names follows the hash seed.
+GENERATES_BY_SEED = """
+    def pytest_generate_tests(metafunc):
+        if "pair" in metafunc.fixturenames:
+            metafunc.parametrize("pair", list({(name, 1) for name in "abcdefgh"}))
+    """
+
+
+def test_shards_partition_the_generated_cases(tmp_path):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(GENERATES))
+    ran = []
+    for index in (0, 1):
+        env = bazel_env(tmp_path, TEST_TOTAL_SHARDS=2, TEST_SHARD_INDEX=index)
+        result = run_runner(write_tests(tmp_path, USES_GENERATED), env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        ran += list(record.read(tmp_path / "test.xml").cases)
+    assert sorted(ran) == sorted(
+        f"test_fixture.py::{case}"
+        for case in ("test_sizes[1]", "test_sizes[3]", "test_devices[cpu]", "test_devices[meta]")
+    )
+
+
+def test_generated_ids_that_follow_the_hash_seed_fail_the_shard(tmp_path):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(GENERATES_BY_SEED))
+    env = bazel_env(tmp_path, TEST_TOTAL_SHARDS=2, TEST_SHARD_INDEX=0)
+    result = run_runner(write_tests(tmp_path, "def test_pair(pair):\n    pass\n"), env)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    problems = record.read(tmp_path / "test.xml").problems
+    assert any("collection differs between two processes" in p for p in problems), output
