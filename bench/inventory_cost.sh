@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What the source's inventory (tools/runner/session/inventory.py) adds to every target: one more
-# collection of its sources in a fresh process (imports included) without the target's conftest,
-# args or ini file, which the runner runs beside the tests. Measured N times for each source given
-# (default: the seeds' two sharded sources), through the test process's own entry
+# collection of its sources in a fresh process (imports included) with their conftests, without
+# the target's args or ini file, which the runner runs beside the tests. Measured N times for each
+# source given (default: the seeds' two sharded sources), through the test process's own entry
 # (`python -m tools.runner.session.child --inventory`); wall and CPU seconds, cases recorded.
 # Host-interpreter mode's interpreter (torch and pytest installed); writes
 # RESULTS_DIR/inventory_cost.tsv.
@@ -25,7 +25,7 @@ for source in "${sources[@]}"; do
   for i in $(seq "$runs"); do
     PYTHONPATH=. PYTHONDONTWRITEBYTECODE=1 PYTHONHASHSEED=1 /usr/bin/time -o "$scratch/time" \
       -f '%e %U %S' "$python" -m tools.runner.session.child --inventory "$scratch/record.json" \
-      "$source" --noconftest -c "$scratch/empty.ini" --rootdir="$PWD" -p tools.runner.session.plugin \
+      "$source" -c "$scratch/empty.ini" --rootdir="$PWD" --confcutdir="$PWD" -p tools.runner.session.plugin \
       -p no:cacheprovider -q >/dev/null 2>"$scratch/log" || true
     read -r wall user sys < <(tail -n 1 "$scratch/time") # after "Command exited with ..."
     cases="$("$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$scratch/record.json")"

@@ -312,8 +312,8 @@ def breakdown(python: str, rounds: int = 3) -> list[str]:
             *plugin,
             "test_plain.py",
         ],
-        # The runner's third process, alone: it collects the file without conftest and runs
-        # nothing (tools/runner/collection.py), importing torch with one OpenMP thread.
+        # The runner's third process, alone: it collects the file (no conftest beside it) and
+        # runs nothing (tools/runner/collection.py), importing torch with one OpenMP thread.
         "the inventory alone, file importing torch (1 process)": [
             "env",
             "OMP_NUM_THREADS=1",
@@ -321,7 +321,6 @@ def breakdown(python: str, rounds: int = 3) -> list[str]:
             *child.COMMAND[1:],
             child.INVENTORY,
             str(inventory),
-            "--noconftest",
             *plugin,
             "test_torch.py",
         ],

@@ -1,10 +1,10 @@
 """The source's inventory beside the tests, and one stable collection for every shard.
 
 Every target starts one more process beside its tests (`Check`): the inventory
-(tools/runner/session/inventory.py), which collects the source without the target's conftest,
-args, ini file or plugins and records every case, its variant and its parameters, and every
-test-named definition that yields no case. The runner holds the tests' ledger against it
-(tools/runner/verdict.py).
+(tools/runner/session/inventory.py), which collects the source with its conftests but without
+the target's args, ini file or other plugins and records every case, its variant and its
+parameters, and every test-named definition that yields no case. The runner holds the tests'
+ledger against it (tools/runner/verdict.py).
 
 Bazel's shards are separate processes, maybe on separate hosts, with no channel to each other;
 each collects the file itself and keeps its part (tools/runner/session/sharding.py). That
@@ -99,7 +99,7 @@ class Check:
             if os.path.exists(self.log):
                 with open(self.log) as f:
                     tail = f.read()[-3000:]
-            return None, f"the inventory of the source (collected without conftest) failed:\n{tail}"
+            return None, f"the inventory of the source (collected beside the tests) failed:\n{tail}"
         with open(self.out) as f:
             found = json.load(f)
         if found["error"]:

@@ -13,8 +13,8 @@ The runner is three kinds of process, each code in its own folder:
   the test process and the       tools/runner/session/: `child.py --session` runs pytest with
   inventory's (session/)         the plugin (variant selection, outcome audit, declared
                                  expectations, torch's decorators as markers) and the ledger;
-                                 `child.py --inventory` collects the sources apart from the
-                                 target's conftest, args and ini file
+                                 `child.py --inventory` collects the sources (with their
+                                 conftests) apart from the target's args and ini file
   every test and rank process    tools/runner/process/: the witness, memory cap, the one
   (process/)                     writer of os.environ, vec-ISA memo, parent-death signal
 
@@ -136,18 +136,19 @@ def _resources(wall: float) -> record.Resources:
 
 def _inventory_args(files: list[str], short: str, args: list[str]) -> list[str]:
     """The inventory's pytest arguments: the sources alone, none of the target's options but
-    those that make cases (doctests), no conftest, an empty ini file (pytest's default
-    naming), only our plugin."""
+    those that make cases (doctests), an empty ini file (pytest's default naming), our plugin
+    and the conftests pytest finds from the runner's directory down to each source (what they
+    generate is the source's: session/inventory.py)."""
     ini = os.path.join(short, "inventory.ini")
     with open(ini, "w") as f:
         f.write("[pytest]\n")
     return [
         *files,
         *source_inventory.case_making_options(args),
-        "--noconftest",
         "-c",
         ini,
         f"--rootdir={os.getcwd()}",
+        f"--confcutdir={os.getcwd()}",
         f"--basetemp={short}/inventory",
         "-p",
         "tools.runner.session.plugin",

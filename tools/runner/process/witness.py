@@ -29,7 +29,7 @@ test, before pytest starts:
   unittest.TestCase.subTest,       each subtest's outcome: what its block  {"e": "sub"}
   pytest's subtests fixture        raised, or None (read as the block ends, before unittest or
                                    pytest catch it and make a report of their own)
-  _pytest.doctest.DoctestItem.runtest  a doctest's examples, as a body    {"e": "enter"/...}
+  the runtest of any other item     a doctest's examples, a plugin's case {"e": "enter"/...}
   MultiProcessTestCase (torch's)   the ranks a case starts, and each      {"e": "ranks"/"rank"}
                                    rank's body entering / returning / raising
 
@@ -89,6 +89,7 @@ class _State:
     case: dict | None = None  # the running case: {"path": ..., "name": ...}
     item = None  # its pytest item
     cases_begun: list = []  # every case begun, by the number in its frame's name
+    body_of: dict | None = None  # the case whose body is running (`_Body`)
 
 
 _state = _State()
@@ -177,7 +178,6 @@ def install_session(env=os.environ) -> None:
     _watch_threads()
     _watch_coroutines()
     _watch_subtests()
-    _wrap_doctest()
     _watch_ranks(env)
 
 
@@ -200,6 +200,7 @@ def _wrap_protocol(module) -> None:
     def runtestprotocol(item, log=True, nextitem=None):
         _state.case, _state.item = case_of(item), item
         send("begin", nodeid=item.nodeid)
+        _witness_item_runtest(item)
         try:
             # Through a frame named for the case: a coroutine made in any of its phases keeps
             # that name in its origin (report_kept_coroutines).
@@ -237,7 +238,7 @@ def _wrap_function_runtest(function_cls) -> None:
     @functools.wraps(runtest)
     def witnessed_runtest(self):
         original = self.obj
-        if inspect.iscoroutinefunction(original) or inspect.isasyncgenfunction(original):
+        if inspect.isasyncgenfunction(original):
             return runtest(self)  # pytest fails it itself; no body of it is ever seen
         self.obj = _body(original, self.nodeid)
         try:
@@ -257,6 +258,18 @@ def _unittest_excinfo(item):
 
 
 def _body(fn, what: str):
+    """The test function, witnessed. An async def stays one, witnessed where it is awaited: an
+    async runner (a conftest's pytest_pyfunc_call) that awaits it sees its body run; one that
+    drops it leaves a coroutine never awaited, and pytest's own call fails it as before."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_body(*args, **kwargs):
+            with _Body(what) as body:
+                body.returned(await fn(*args, **kwargs))
+
+        return async_body
+
     @functools.wraps(fn)
     def body(*args, **kwargs):
         _witnessed_call(lambda: fn(*args, **kwargs), what)
@@ -267,15 +280,41 @@ def _body(fn, what: str):
 def _witnessed_call(call, what: str) -> None:
     """Runs a test body, `call()`, telling the witness it entered and then returned or raised;
     a body that returns anything but None fails (`reject`)."""
-    send("enter")
-    try:
-        result = call()
+    with _Body(what) as body:
+        body.returned(call())
+
+
+class _Body:
+    """A test body while it runs: tells the witness it entered, then returned or raised.
+
+    Only the running case's outermost body is its body: a test that runs an inner suite
+    (unittest's runner on a TestCase of its own, whose failure it asserts) judges those inner
+    cases itself, so their bodies tell nothing (in any thread, or a process forked meanwhile).
+    """
+
+    def __init__(self, what: str):
+        self.what = what
+        case = _state.case
+        self.outermost = case is None or _state.body_of is not case
+
+    def __enter__(self):
+        if self.outermost:
+            _state.body_of = _state.case
+            send("enter")
+        return self
+
+    def returned(self, result) -> None:
         if result is not None:
-            reject(result, what)
-    except BaseException as exc:
-        send("raise", exc=exception(exc))
-        raise
-    send("return")
+            reject(result, self.what)
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        if self.outermost:
+            _state.body_of = None
+            if exc is None:
+                send("return")
+            else:
+                send("raise", exc=exception(exc))
+        return False  # an exception goes on
 
 
 def check_returns() -> None:
@@ -427,17 +466,15 @@ def _watch_subtests() -> None:
     manager.__exit__ = witnessed_exit
 
 
-def _wrap_doctest() -> None:
-    """A doctest item's examples are its body: entered, returned or raised, as a function's."""
-    from _pytest import doctest
+def _witness_item_runtest(item) -> None:
+    """An item that is no test function (a doctest, a plugin's own kind of case): its
+    `runtest` is its body, entered, returned or raised, as a function's."""
+    from _pytest.python import Function
 
-    runtest = doctest.DoctestItem.runtest
-
-    @functools.wraps(runtest)
-    def witnessed_runtest(self):
-        _witnessed_call(lambda: runtest(self), self.nodeid)
-
-    doctest.DoctestItem.runtest = witnessed_runtest
+    if isinstance(item, Function) or "runtest" in vars(item):
+        return  # a function's body is its test function (_wrap_function_runtest)
+    runtest = item.runtest
+    item.runtest = lambda: _witnessed_call(runtest, item.nodeid)
 
 
 def _doctest_text(exc) -> str | None:

@@ -8,15 +8,16 @@
 --session runs the tests, with the ledger (ledger.py), shard and node-id selection and the
 thread budget as plugins; it dies with the runner, dumps every thread's stack on Bazel's
 timeout SIGTERM, then interrupts the tests so the multi-process harness kills its ranks.
---inventory collects the sources apart from the tests' own configuration and runs nothing
-(inventory.py). The runner (tools/runner/pytest_runner.py) judges what both leave behind.
+--inventory collects the sources with their conftests, apart from the tests' args, ini file and
+plugins, and runs nothing (inventory.py). The runner (tools/runner/pytest_runner.py) judges
+what both leave behind.
 Both end without the interpreter's teardown (`exit_without_teardown`).
 
 --fork-inventory: one torch import serves both. The test process imports pytest and torch (where
 the sources import it or the test library), nothing of the target's yet, then forks the
-inventory: the fork has loaded no conftest, plugin, argument or test module of the target, so
-what it collects is as independent of the tests' configuration as a process of its own, for the
-price of none. The runner asks for it where it needs no other hash seed than the tests' (an
+inventory: the fork has loaded no conftest, plugin, argument or test module of the target (it
+loads the conftests itself), so what it collects is what a process of its own would collect, for
+the price of none. The runner asks for it where it needs no other hash seed than the tests' (an
 unsharded target: the shards' stability check compares two seeds, tools/runner/collection.py).
 """
 
@@ -264,7 +265,10 @@ def inventory(out: str, args: list[str]) -> int:
     from tools.runner.session import plugin
 
     recorder = source_inventory.recorder(
-        out, lambda item: plugin.requirements(item).variant, plugin.not_applicable
+        out,
+        [os.path.abspath(path) for path in sources(args)],  # as pytest's modules name them
+        lambda item: plugin.placed(item).variant,
+        plugin.not_applicable,
     )
     return int(pytest.main(args, plugins=[recorder]))
 

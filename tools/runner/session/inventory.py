@@ -4,21 +4,46 @@ A target is green only when every test its source defines ran with a real outcom
 declared). Checking that from inside the test session trusts what the session can be told:
 warning filters hide pytest's "cannot collect" warnings, a conftest drops items, a plugin is
 switched off, ini options rename what pytest collects. So the runner starts one more process
-beside the tests, `run` below (pytest_runner.py --inventory), which never loads a conftest
-(--noconftest), nor the target's args (but for those that make cases: `--doctest-modules`,
-`--doctest-glob`), ini file or plugins, and writes:
+beside the tests, `recorder` below (child.py --inventory), which collects the sources with
+the conftests pytest finds for them (and the plugins they name), but none of the target's
+args (but for those that make cases: `--doctest-modules`, `--doctest-glob`), ini file (an empty one: pytest's default naming) or other plugins, and writes:
 
-  items        every case pytest collects from the source under these fixed conditions, by
-               case key (`/.../dir/test_x.py::Class::test_y[param]`:
-               collection_record.case_key), with its variant (the plugin's markers, torch's
-               decorators adapted as in the tests), its parameters' reprs (the shards'
-               stability check, tools/runner/collection.py), whether it expects to fail (an
-               xfail marker, unittest.expectedFailure) and whether it is not applicable to the
-               hardware table;
+  items        every case pytest's collection makes from the source, by case key
+               (`/.../dir/test_x.py::Class::test_y[param]`: collection_record.case_key), with
+               its variant (the plugin's markers, torch's decorators adapted as in the tests),
+               its parameters' reprs (the shards' stability check, tools/runner/collection.py),
+               whether it expects to fail (an xfail marker, unittest.expectedFailure) and
+               whether it is not applicable to the hardware table;
   uncollected  every test-named thing the modules define that yields no case: module
                functions named test*, methods test* of classes named Test* (pytest's defaults)
                and what unittest's loader runs (`load_tests` included); a class that says
                `__test__ = False` in its own body is abstract on purpose and not counted.
+
+What a conftest may do here, and what the record then holds:
+  generate cases  (pytest_generate_tests, a fixture's params, a plugin it names): they are the
+                  source's cases, recorded as the session runs them (`test_a[1]`, `test_a[2]`).
+  remove cases    once collected (pytest_collection_modifyitems, in any order or hook wrapper,
+                  pytest_deselected): not taken out. A case is recorded as the collection
+                  yields it (`pytest_itemcollected`, our hook wrapper outermost), before any
+                  selection; so the session's removal of it leaves it never run.
+  keep a case from being collected at all (pytest_pycollect_makeitem returning nothing or
+                  an item of its own, a module collector of its own): the definitions scan does
+                  not ask pytest. Each definition with no case fails every target of the source;
+                  a source pytest never made a module of is imported here for it, and one that
+                  cannot be imported is itself such a definition. (collect_ignore and
+                  pytest_ignore_collect apply to what pytest finds below its arguments, not to
+                  the files it is given; a file they kept out would be one with no module.)
+  mark a case     xfail: read as the case is collected, before any conftest hook on it, so
+                  a conftest's marker is no expectation (its generated parameters' marks are
+                  part of the cases it generates).
+  rename a case   (rewrite its id in a hook): the recorded name is the one pytest gave it,
+                  which the session then never runs.
+  stop the process (raise, pytest.exit, os._exit, a pytest_collection of its own): no record,
+                  and the target fails saying so. The process ends as soon as the record is
+                  written: none of the conftest's later hooks runs.
+What it sees is pytest's defaults for every option and ini value: a generation that depends on
+the target's args or ini file generates here what the defaults give, and the session's other
+cases leave the inventory's never run (red, not hidden).
 
 The runner then judges each case of the target's variant by what its witness saw the case do
 (tools/runner/verdict.py): a case that neither ran, nor went to another shard, nor was left out
@@ -30,6 +55,8 @@ warning) is caught without a check of its own.
 
 import json
 import os
+import pathlib
+import sys
 import unittest
 
 from tools.runner.session import collection_record
@@ -38,6 +65,7 @@ from tools.runner.session import collection_record
 # target's ini file, so renaming what pytest collects there cannot shrink the inventory.
 _TEST_PREFIX = "test"
 _CLASS_PREFIX = "Test"
+_ERROR_TEXT = 3000  # the last characters of a collection error kept in the record
 
 
 # The target's options that make cases of their own (doctests), carried to the inventory: a
@@ -132,7 +160,8 @@ def uncollected(defined: dict[str, str], collected: set[str]) -> list[list[str]]
 def expected_failure(item) -> dict | None:
     """What the case expects of itself before it runs: {"raises": [type names] or None} for an
     xfail marker (as pytest evaluates it) or unittest's expectedFailure; None otherwise. Read
-    here, apart from the target's conftest: a marker a conftest adds is no expectation."""
+    as the case is collected, before a conftest's hook on it: a marker it adds is no
+    expectation."""
     from _pytest.skipping import evaluate_xfail_marks
 
     for obj in (getattr(item, "obj", None), getattr(item, "cls", None)):
@@ -153,18 +182,26 @@ def expected_failure(item) -> dict | None:
     return {"raises": [type_name(k) for k in kinds if isinstance(k, type)]}
 
 
-def recorder(out: str, variant_of, not_applicable):
+def recorder(out: str, sources: list[str], variant_of, not_applicable):
     """pytest plugin of the inventory process: records every case and definition, runs none.
 
-    `variant_of(item)` is the variant the session plugin placed the item in, `not_applicable(
-    item)` why torch's decorators place it on hardware no variant offers (or None); both are
-    read after every collection hook ran, from the items as collected before any selection.
+    A case is recorded as pytest's collection makes it (`pytest_itemcollected`, outermost):
+    what the conftest generates is in it (pytest_generate_tests, fixture params), what any
+    hook later removes is not taken out of it (modifyitems, deselection), and what it expects
+    of itself is read there, before a conftest's hook could mark it. `variant_of(item)` is the
+    variant the session plugin places the item in, `not_applicable(item)` why torch's
+    decorators place it on hardware no variant offers (or None); both read the source's own
+    markers once every collection hook ran. `sources`: the target's files; one pytest never
+    made a module of (a conftest's collector of its own) is imported here, for its definitions.
     """
     import pytest
+    from _pytest.outcomes import OutcomeException
+    from _pytest.python import importtestmodule
 
     class Recorder:
         def __init__(self):
             self.modules = {}
+            self.cases = {}  # case key -> (item, what it expects), in collection order
             self.error = None
 
         @pytest.hookimpl(wrapper=True)
@@ -173,35 +210,56 @@ def recorder(out: str, variant_of, not_applicable):
             if isinstance(collector, pytest.Module) and report.passed:
                 self.modules[str(collector.path)] = collector.obj
             elif isinstance(collector, pytest.Module) and report.failed:
-                self.error = f"{collector.nodeid}: {report.longreprtext[-3000:]}"
+                self.error = f"{collector.nodeid}: {report.longreprtext[-_ERROR_TEXT:]}"
             return report
 
+        @pytest.hookimpl(wrapper=True, tryfirst=True)
+        def pytest_itemcollected(self, item):
+            # Every item is a case: test functions and unittest methods, doctests, a plugin's
+            # or conftest's own kind of item (its runtest is the body the witness sees).
+            if isinstance(item, pytest.Item):
+                self.cases[collection_record.case_key(item)] = (item, expected_failure(item))
+            return (yield)
+
         @pytest.hookimpl(wrapper=True)
-        def pytest_collection_modifyitems(self, items):
-            collected = list(items)
+        def pytest_collection_modifyitems(self, session):
             result = yield
+            collected = [item for item, _ in self.cases.values()]
             described = collection_record.describe(collected)  # as the shards compare
-            cases = {}
-            for i in collected:
-                key = collection_record.case_key(i)
-                cases[key] = {
-                    "variant": variant_of(i),
+            cases = {
+                key: {
+                    "variant": variant_of(item),  # first: placing it marks it not applicable
                     "params": described[key],
-                    "xfail": expected_failure(i),
-                    "not_applicable": not_applicable(i),
+                    "xfail": xfail,
+                    "not_applicable": not_applicable(item),
                 }
-            defined = {}
+                for key, (item, xfail) in self.cases.items()
+            }
+            defined, never_imported = {}, []
+            for path in sources:
+                if path not in self.modules:
+                    try:
+                        self.modules[path] = importtestmodule(pathlib.Path(path), session.config)
+                    except (Exception, OutcomeException) as error:
+                        # Its definitions cannot be read: the file itself is the one.
+                        why = str(error)[-_ERROR_TEXT:]
+                        what = f"a source file pytest made no module of; importing it: {why}"
+                        never_imported.append([path, what])
             for path, module in self.modules.items():
                 defined.update(definitions(module, path))
             record = {
                 "items": cases,
-                "uncollected": uncollected(defined, set(cases)),
+                "uncollected": uncollected(defined, set(cases)) + never_imported,
                 "error": self.error,
             }
             with open(out + ".tmp", "w") as f:
                 json.dump(record, f)
             os.replace(out + ".tmp", out)
-            items[:] = []
+            # Nothing of the conftest's runs after the record (its session hooks, its
+            # unconfigure): the record is the inventory's one product.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
             return result
 
     return Recorder()

@@ -51,6 +51,19 @@ def requirements(item) -> markers.Requirements:
     return item.stash[_REQ_KEY]
 
 
+def placed(item) -> markers.Requirements:
+    """The item's requirements, and its placement as not applicable, computed once: by the
+    selection below, or by the inventory for an item a conftest removed before it ran."""
+    req = item.stash.get(_REQ_KEY, None)
+    if req is None:
+        req = markers.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
+        req = upstream_decorators.ranks_placed(req, getattr(item, "cls", None))
+        if _mark_not_applicable(item):
+            req = markers.Requirements(gpus=variants.gpus_needed(_not_applicable_variant()))
+        item.stash[_REQ_KEY] = req
+    return req
+
+
 def not_applicable(item) -> str | None:
     """Why torch's decorators place the item on hardware no variant offers, or None."""
     return item.stash.get(outcome_audit.NOT_APPLICABLE, None)
@@ -65,12 +78,7 @@ def pytest_collection_modifyitems(config, items):
     variant = variants.current_variant()
     keep, drop = [], []
     for item in items:
-        req = markers.requirements_of(getattr(item, "obj", None), getattr(item, "cls", None))
-        req = upstream_decorators.ranks_placed(req, getattr(item, "cls", None))
-        if _mark_not_applicable(item):
-            req = markers.Requirements(gpus=variants.gpus_needed(_not_applicable_variant()))
-        item.stash[_REQ_KEY] = req
-        (keep if req.variant == variant else drop).append(item)
+        (keep if placed(item).variant == variant else drop).append(item)
     placement.report(config, {i.nodeid: requirements(i).variant for i in items})
     homeless = [
         f"{i.nodeid} (needs {requirements(i).min_gpus} GPUs)"
