@@ -103,7 +103,8 @@ class Entry:
         return f"[[expect]] #{self.index} (test = {self.test!r}, outcome = {self.outcome!r})"
 
     def matched(self, text: str) -> str | None:
-        """The part of `text` (a skip's reason; a failure's failure_text) the entry accepts."""
+        """The part of `text` (a skip's reason; a failure's failure_text) the entry accepts,
+        folded (stable_text), or None."""
         if self.outcome != "fail":
             match = stable_text.fold(self.match)
             return match if match in stable_text.fold(text) else None
@@ -206,8 +207,8 @@ def _check_match(match: str, outcome: str, bad) -> None:
         raise bad(
             f"match {match!r}: {shown} holds fewer than {MIN_LITERAL} characters besides "
             f"whitespace once folded ({stable_text.fold(literal)!r}: paths, counts, addresses, "
-            "pids and ranks are not compared), so it could accept outcomes it was not written "
-            "for: copy more of the "
+            "pids and ranks folded), so it could accept outcomes it was not written for: copy "
+            "more of the "
             + ("failure's message from its start" if outcome == "fail" else "skip's reason")
             + " as the log shows it (literal text, not a regular expression)"
         )
