@@ -45,7 +45,7 @@ from tools import add_test_collect, add_test_deps  # noqa: E402
 from tools.hardware import envvars, probe, spec, table, variants  # noqa: E402
 from tools.python import host_mode  # noqa: E402
 from tools.runner import collection  # noqa: E402
-from tools.runner.session import expectations  # noqa: E402
+from tools.runner.session import expectations, stable_text  # noqa: E402
 
 COLLECTOR = ROOT / "tools" / "add_test_collect.py"
 
@@ -266,15 +266,17 @@ def placement(placed: dict[str, list]) -> str:
     return "\n".join(lines)
 
 
-# Text a failure's message or a skip's reason may hold that differs from run to run or between
-# this run and the target's: an address, an absolute path (the runfiles tree is elsewhere).
-_VOLATILE = re.compile(r"0x[0-9a-fA-F]{4,}|(?<![\w.])/[^\s'\"]+")
+# An absolute path that folding left (under no root stable_text knows: a temporary directory)
+# differs from run to run; not a path's end after unittest's `[N chars]`, which hid its start.
+_VOLATILE = re.compile(r"(?<![\w.\]])/[^\s'\"]+")
 _MAX_LITERAL = 80
 
 
 def stable_prefix(text: str) -> str:
     """The start of `text` an entry can match literally: its first line (after any leading
-    whitespace), up to the first volatile part, at most _MAX_LITERAL characters."""
+    whitespace), folded as the runner folds it (stable_text), up to the first absolute path
+    left, at most _MAX_LITERAL characters."""
+    text = stable_text.fold(text)
     lead = len(text) - len(text.lstrip())
     end = text.find("\n", lead)
     end = len(text) if end < 0 else end
@@ -282,10 +284,6 @@ def stable_prefix(text: str) -> str:
     if volatile:
         end = volatile.start()
     return text[: min(end, lead + _MAX_LITERAL)].rstrip()
-
-
-def _long_enough(literal: str) -> bool:
-    return len("".join(literal.split())) >= expectations.MIN_LITERAL
 
 
 @dataclasses.dataclass
@@ -310,7 +308,7 @@ def _fail_match(seen: dict) -> tuple[str | None, str]:
     prefix = stable_prefix(seen["msg"])
     if not seen["msg"]:
         match = kind  # no message at all (a bare assert): the type alone declares exactly that
-    elif not _long_enough(prefix):
+    elif not expectations.long_enough(prefix):
         return None, f"{text[:200]!r}, a message too short to declare"
     else:
         match = f"{kind}: {prefix}"
@@ -347,7 +345,7 @@ def _propose(path: pathlib.Path, result: dict, variant: str, entries: list, note
     for nodeid, reason in result.get("skips", []):
         literal = stable_prefix(reason)
         test = _local(path, nodeid)
-        if not _long_enough(literal):
+        if not expectations.long_enough(literal):
             notes.append(f"{test}{shown}: skipped ({reason!r}), a reason too short to declare")
             continue
         entries.append(

@@ -24,8 +24,12 @@ A declaration says what it accepts, so that it cannot also accept what it was no
   new ImportError is not the assertion that was declared. A failure with no message at all (a
   bare `assert` in torch) is declared by its type alone, `match = "AssertionError"`, which
   accepts that type with an empty message and nothing else.
+- Both the match and the text it is held against are folded first (stable_text: paths,
+  unittest's `[N chars]`, addresses, pids, the ranks of torch's multi-process messages), so an
+  entry written from one run matches the same failure in another, wherever the file runs.
 - A skip's literal and a fail's message prefix hold at least MIN_LITERAL characters that are
-  not whitespace; a shorter one would accept failures it was not written for and is refused.
+  not whitespace, once folded; a shorter one would accept failures it was not written for and
+  is refused.
 - An fnmatch pattern names as many tests as its `count`; when it comes to cover more or fewer
   (a new test whose name fits), the entry is stale.
 - A fail declares the case's first failure, in whichever phase; a teardown error after it (a
@@ -63,7 +67,7 @@ import re
 import tomllib
 
 from tools.runner.process import witness
-from tools.runner.session import releases
+from tools.runner.session import releases, stable_text
 
 OUTCOMES = ("skip", "fail", "pass")
 # pytest's failure of a unittest case whose expectedFailure passed: a declared pass accepts it.
@@ -117,9 +121,11 @@ class Entry:
         return f"[[expect]] #{self.index} (test = {self.test!r}, outcome = {self.outcome!r})"
 
     def matched(self, text: str) -> str | None:
-        """The part of `text` (a skip's reason; a failure's failure_text) the entry accepts."""
+        """The part of `text` (a skip's reason; a failure's failure_text) the entry accepts,
+        folded (stable_text), or None."""
         if self.outcome != "fail":
-            return self.match if self.match in text else None
+            match = stable_text.fold(self.match)
+            return match if match in stable_text.fold(text) else None
         return _prefix_matched(self.match, text)
 
     def teardown_matched(self, text: str) -> str | None:
@@ -129,7 +135,7 @@ class Entry:
 
     def mismatch(self, text: str) -> str | None:
         """Why a fail's entry does not accept the failure_text `text`; None when it does."""
-        return _mismatch(self.match, text)
+        return _mismatch(stable_text.fold(self.match), stable_text.fold(text))
 
     @property
     def property_value(self) -> str:
@@ -251,17 +257,27 @@ def _check_match(match: str, outcome: str, bad) -> None:
         if not separator or not _TYPE_NAME.fullmatch(declared):
             raise bad(f"match {match!r}: {_FAIL_FORM}")
     shown = "its message prefix" if outcome == "fail" else "it"
-    if len("".join(literal.split())) < MIN_LITERAL:
+    if not long_enough(literal):
         raise bad(
             f"match {match!r}: {shown} holds fewer than {MIN_LITERAL} characters besides "
-            "whitespace, so it could accept outcomes it was not written for: copy more of the "
+            f"whitespace once folded ({stable_text.fold(literal)!r}: paths, counts, addresses, "
+            "pids and ranks folded), so it could accept outcomes it was not written for: copy "
+            "more of the "
             + ("failure's message from its start" if outcome == "fail" else "skip's reason")
             + " as the log shows it (literal text, not a regular expression)"
         )
 
 
+def long_enough(literal: str) -> bool:
+    """Whether a skip's literal or a fail's message prefix holds MIN_LITERAL characters
+    besides whitespace once folded (stable_text)."""
+    return len("".join(stable_text.fold(literal).split())) >= MIN_LITERAL
+
+
 def _prefix_matched(match: str, text: str) -> str | None:
-    """The `Type: prefix` part of the failure_text `text` that `match` accepts, or None."""
+    """The `Type: prefix` part of the failure_text `text` that `match` accepts (both folded:
+    stable_text), or None."""
+    match, text = stable_text.fold(match), stable_text.fold(text)
     if _mismatch(match, text) is not None:
         return None
     kind = text.partition(_SEPARATOR)[0]
@@ -271,7 +287,8 @@ def _prefix_matched(match: str, text: str) -> str | None:
 
 
 def _mismatch(match: str, text: str) -> str | None:
-    """Why `match` (`Type: prefix`) does not accept the failure_text `text`; None when it does."""
+    """Why `match` (`Type: prefix`) does not accept the failure_text `text` (both folded);
+    None when it does."""
     kind, _, message = text.partition(_SEPARATOR)
     declared, _, prefix = match.partition(_SEPARATOR)
     if not _same_type(declared, kind):

@@ -6,7 +6,8 @@ warning filters hide pytest's "cannot collect" warnings, a conftest drops items,
 switched off, ini options rename what pytest collects. So the runner starts one more process
 beside the tests, `recorder` below (child.py --inventory), which collects the sources with
 the conftests pytest finds for them (and the plugins they name), but none of the target's
-args (but for those that make cases: `--doctest-modules`, `--doctest-glob`), ini file (an empty one: pytest's default naming) or other plugins, and writes:
+args (but for those that make cases: `--doctest-modules`, `--doctest-glob`), ini file (an
+empty one: pytest's default naming) or other plugins, and writes:
 
   items        every case pytest's collection makes from the source, by case key
                (`/.../dir/test_x.py::Class::test_y[param]`: collection_record.case_key), with
