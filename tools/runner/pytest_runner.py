@@ -76,6 +76,7 @@ from tools.runner import (
     verdict,
     witness,
 )
+from tools.runner.process import events as witness_events
 from tools.runner.session import child, collection_record, expectations, test_filter
 from tools.runner.session import inventory as source_inventory
 
@@ -231,7 +232,7 @@ def _plugin_problems(events: list[dict], done: completion.Record) -> list[str]:
     """Our pytest plugin places each case in its variant and judges skips: a session that ran
     without it (disabled through an ini file's addopts or a conftest's unregister; `-p no:` and
     `-o addopts` are refused: refused_options.py) proves nothing."""
-    said = {ev.get("what") for ev in events if ev.get("e") == "plugin"}
+    said = {ev["what"] for ev in events if ev.get("e") == witness_events.PLUGIN}
     missing = [what for what in ("configured", "placed") if what not in said]
     if not missing or (not done.selected and "configured" in said):
         return []

@@ -26,6 +26,7 @@ import dataclasses
 import os
 
 from tools.results import record
+from tools.runner.process import events
 from tools.runner.session import expectations
 
 
@@ -46,45 +47,52 @@ class Seen:
         self.nodeid: str | None = None  # pytest's id of it, in the session that ran it
 
 
-def cases_seen(events: list[dict]) -> tuple[dict[str, Seen], list[str], str | None]:
-    """{case key: Seen}, findings outside any case, and the last case that began."""
+def cases_seen(received: list[dict]) -> tuple[dict[str, Seen], list[str], str | None]:
+    """{case key: Seen}, findings outside any case, and the last case that began. An event the
+    schema does not know (tools/runner/process/events.py) is a finding: it fails the target."""
     seen: dict[str, Seen] = {}
     outside: list[str] = []
     last = None
     rank_events: dict[str, dict[int, str]] = {}
-    for ev in events:
-        kind = ev.get("e")
-        if kind == "rank":
+    for ev in received:
+        problem = events.check(ev)
+        if problem is not None:
+            outside.append(f"the witness sent {problem}")
+            continue
+        kind = ev["e"]
+        if kind == events.RANK:
             rank_events.setdefault(ev["id"], {})
             if ev["what"] != "enter" or ev["rank"] not in rank_events[ev["id"]]:
                 rank_events[ev["id"]][ev["rank"]] = ev["what"]
             continue
+        if kind == events.PLUGIN:
+            continue  # the runner's own (pytest_runner._plugin_problems)
         case = ev.get("case")
         if case is None:
-            if kind == "thread":
+            if kind == events.THREAD:
                 outside.append(f"an exception in thread {ev['thread']}: {_text(ev['exc'])}")
-            elif kind == "unawaited":
+            elif kind == events.UNAWAITED:
                 outside.append(f"a coroutine never awaited: {ev['what']}")
             continue
         key = f"{case['path']}::{case['name']}"
         s = seen.setdefault(key, Seen())
-        if kind == "begin":
-            s.begun, s.nodeid, last = True, ev.get("nodeid"), key
-        elif kind == "phase":
+        if kind == events.BEGIN:
+            s.begun, s.nodeid, last = True, ev["nodeid"], key
+        elif kind == events.PHASE:
             s.phases.setdefault(ev["when"], ev["exc"])
-        elif kind == "enter":
+        elif kind == events.ENTER:
             s.entered = True
-        elif kind == "return":
+        elif kind == events.RETURN:
             s.returned = True
-        elif kind == "raise":
+        elif kind == events.RAISE:
             s.raised = s.raised or ev["exc"]
-        elif kind == "thread":
+        elif kind == events.THREAD:
             s.threads.append(f"in thread {ev['thread']}: {_text(ev['exc'])}")
-        elif kind == "unawaited":
+        elif kind == events.UNAWAITED:
             s.unawaited.append(ev["what"])
-        elif kind == "ranks":
+        elif kind == events.RANKS:
             s.ranks = (ev["id"], int(ev["world"]))
-        elif kind == "sub":
+        elif kind == events.SUB:
             # One description run twice (a loop without parameters) is one subtest: its
             # first failure stands.
             if s.subtests.get(ev["desc"]) is None:
@@ -272,13 +280,13 @@ def _ranks_missing(s: Seen) -> str | None:
 def shard_record(
     inventory: dict,
     excused: set[str],
-    events: list[dict],
+    received: list[dict],
     entries: list,
     variant: str,
     root: str,
 ) -> record.ShardRecord:
     """The shard's record: every case of `variant` in the inventory, less `excused`, judged."""
-    seen, outside, last = cases_seen(events)
+    seen, outside, last = cases_seen(received)
     ours = {
         key: info
         for key, info in inventory["items"].items()

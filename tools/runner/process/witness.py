@@ -53,6 +53,7 @@ import threading
 import unittest
 
 from tools.hardware import spec
+from tools.runner.process import events
 
 _MAX_TEXT = 4000  # a message's characters kept: a datagram stays far below the socket's limit
 
@@ -136,15 +137,15 @@ def _is_xfail(exc) -> bool:
     return outcomes is not None and isinstance(exc, outcomes.XFailed)
 
 
-def send(event: str, **fields) -> None:
+def send(kind: str, **fields) -> None:
+    """Sends one event of `kind` (tools/runner/process/events.py: its fields, exactly)."""
     channel = _state.channel
     if channel is None:
         return
-    fields["e"] = event
-    fields["pid"] = os.getpid()
-    if "case" not in fields:
-        fields["case"] = _state.case
-    data = json.dumps(fields).encode()
+    ev = events.event(kind, fields)
+    ev["pid"] = os.getpid()
+    ev.setdefault("case", _state.case)
+    data = json.dumps(ev).encode()
     try:
         channel.send(data)
     except OSError:
@@ -199,7 +200,7 @@ def _wrap_protocol(module) -> None:
     @functools.wraps(run)
     def runtestprotocol(item, log=True, nextitem=None):
         _state.case, _state.item = case_of(item), item
-        send("begin", nodeid=item.nodeid)
+        send(events.BEGIN, nodeid=item.nodeid)
         _witness_item_runtest(item)
         try:
             # Through a frame named for the case: a coroutine made in any of its phases keeps
@@ -208,7 +209,7 @@ def _wrap_protocol(module) -> None:
             _state.cases_begun.append(_state.case)
             return through(lambda: run(item, log=log, nextitem=nextitem))
         finally:
-            send("end")
+            send(events.END)
             _state.case = _state.item = None
 
     module.runtestprotocol = runtestprotocol
@@ -224,7 +225,7 @@ def _wrap_from_call(call_info) -> None:
             exc = call.excinfo.value if call.excinfo is not None else None
             if exc is None:
                 exc = _unittest_excinfo(_state.item)
-            send("phase", when=when, exc=exception(exc) if exc is not None else None)
+            send(events.PHASE, when=when, exc=exception(exc) if exc is not None else None)
         return call
 
     call_info.from_call = classmethod(wrapped)
@@ -300,7 +301,7 @@ class _Body:
     def __enter__(self):
         if self.outermost:
             _state.body_of = _state.case
-            send("enter")
+            send(events.ENTER)
         return self
 
     def returned(self, result) -> None:
@@ -311,9 +312,9 @@ class _Body:
         if self.outermost:
             _state.body_of = None
             if exc is None:
-                send("return")
+                send(events.RETURN)
             else:
-                send("raise", exc=exception(exc))
+                send(events.RAISE, exc=exception(exc))
         return False  # an exception goes on
 
 
@@ -345,7 +346,7 @@ def _watch_threads() -> None:
         def invoke_excepthook(thread):
             exc = sys.exc_info()[1]
             if exc is not None and not isinstance(exc, SystemExit):
-                send("thread", thread=getattr(thread, "name", "a thread"), exc=exception(exc))
+                send(events.THREAD, thread=getattr(thread, "name", "a thread"), exc=exception(exc))
             invoke(thread)
 
         return invoke_excepthook
@@ -359,7 +360,7 @@ def _watch_coroutines() -> None:
     warn = warnings._warn_unawaited_coroutine
 
     def unawaited(coro):
-        send("unawaited", what=getattr(coro, "__qualname__", repr(coro)))
+        send(events.UNAWAITED, what=getattr(coro, "__qualname__", repr(coro)))
         warn(coro)
 
     warnings._warn_unawaited_coroutine = unawaited
@@ -410,7 +411,7 @@ def report_kept_coroutines() -> None:
         if case is not None:
             file, line, _ = obj.cr_origin[0]
             where = f"made at {os.path.basename(file)}:{line}, kept and never awaited"
-            send("unawaited", case=case, what=f"{obj.__qualname__} ({where})")
+            send(events.UNAWAITED, case=case, what=f"{obj.__qualname__} ({where})")
 
 
 def sub_description(msg, params: dict) -> str:
@@ -444,9 +445,9 @@ def _watch_subtests() -> None:
             try:
                 yield
             except BaseException as exc:
-                send("sub", desc=desc, exc=exception(exc))
+                send(events.SUB, desc=desc, exc=exception(exc))
                 raise
-            send("sub", desc=desc, exc=None)
+            send(events.SUB, desc=desc, exc=None)
 
     unittest.TestCase.subTest = witnessed_sub_test
     try:
@@ -460,7 +461,7 @@ def _watch_subtests() -> None:
     def witnessed_exit(self, exc_type, exc_val, exc_tb):
         if _state.case is not None:
             exc = exception(exc_val) if exc_val is not None else None
-            send("sub", desc=sub_description(self.msg, self.kwargs), exc=exc)
+            send(events.SUB, desc=sub_description(self.msg, self.kwargs), exc=exc)
         return exit_block(self, exc_type, exc_val, exc_tb)
 
     manager.__exit__ = witnessed_exit
@@ -522,13 +523,13 @@ def _wrap_ranks(module) -> None:
         @functools.wraps(fn)
         def rank_body(*args, **kwargs):
             rank = int(self.rank)
-            send("rank", id=self.id(), rank=rank, what="enter")
+            send(events.RANK, id=self.id(), rank=rank, what="enter")
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
-                send("rank", id=self.id(), rank=rank, what="raise", exc=exception(exc))
+                send(events.RANK, id=self.id(), rank=rank, what="raise", exc=exception(exc))
                 raise
-            send("rank", id=self.id(), rank=rank, what="return")
+            send(events.RANK, id=self.id(), rank=rank, what="return")
             return result
 
         joined = join_or_run(self, rank_body)
@@ -536,7 +537,7 @@ def _wrap_ranks(module) -> None:
         @functools.wraps(joined)
         def main_or_rank(*args, **kwargs):
             if int(self.rank) == cls.MAIN_PROCESS_RANK:
-                send("ranks", id=self.id(), world=int(self.world_size))
+                send(events.RANKS, id=self.id(), world=int(self.world_size))
             return joined(*args, **kwargs)
 
         return main_or_rank

@@ -33,7 +33,7 @@ import pytest
 
 from tools.hardware import probe, spec, variants
 from tools.results import record
-from tools.runner.process import kernel_cache, memory_cap, vec_isa_memo, witness
+from tools.runner.process import events, kernel_cache, memory_cap, vec_isa_memo, witness
 from tools.runner.session import (
     expectations,
     markers,
@@ -99,7 +99,7 @@ def pytest_collection_modifyitems(config, items):
     mismatch = _feature_mismatch(items)
     if mismatch:
         raise pytest.UsageError(mismatch)
-    witness.send("plugin", what="placed")  # the runner fails a session this never ran in
+    witness.send(events.PLUGIN, what="placed")  # the runner fails a session this never ran in
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -190,7 +190,7 @@ def pytest_configure(config):
     # Before any test module imports torch's testing decorators (no torch import here).
     upstream_decorators.install()
     config.pluginmanager.register(_outcome_audit(), AUDIT_PLUGIN)
-    witness.send("plugin", what="configured")  # the runner fails a session this never ran in
+    witness.send(events.PLUGIN, what="configured")  # the runner fails a session this never ran in
     memory_cap.cap_gpu_memory()
     vec_isa_memo.watch()
     kernel_cache.watch()
