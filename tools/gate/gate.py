@@ -23,9 +23,12 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
    (tools/results) and the logs of every target that did not simply pass, copied into the
    report directory (the next gate overwrites the output base).
 3. Compares per test case (tools/gate/compare.py), and what ran on one side only (coverage).
-4. Re-runs the failing cases of every regression twice more on the candidate, selected by
-   exact node id (--test_env=TORCH_TEST_NODE_IDS, tools/runner/session/node_ids.py) and checked in
-   the re-runs' test.xml: consistent, flaky, or not confirmed (the case did not run again).
+4. Re-runs every compared case that did not pass on both sides on both sides, selected by
+   exact node id (--test_env=TORCH_TEST_NODE_IDS, tools/runner/session/node_ids.py), in rounds
+   of one `bazel test` per side up to --max-runs, and decides it on failure rates at
+   --confidence (tools/gate/rates.py): regressed, fixed, flaky or broken on both, not decided.
+   Every other regression's failing cases re-run twice more on the candidate: consistent,
+   flaky, or not confirmed (the case did not run again).
    --repeat N runs every candidate target N more times, judged whole (tools/gate/repeats.py):
    any run not PASSED, or any case that does not pass in a run, is a flaky regression.
 5. --bisect: each regressed case alone on every torch release between the sides
@@ -39,11 +42,12 @@ did not pass on the candidate, whatever explains it (an xfail marker, a declared
 skip, not applicable there), unless --accept-declared accepts the outcomes a declaration or a
 marker explains (declared fail/skip, not applicable, xfail); 4 incomplete: no regression, but
 something ran on one side only or on neither (a skip, a case that never ran, a definition never
-collected), or could not be compared for infrastructure (tools/gate/infra.py: no NVIDIA driver
+collected), could not be compared for infrastructure (tools/gate/infra.py: no NVIDIA driver
 or no visible GPU for a CUDA build, CUDA out of memory, a rendezvous timeout, a refused GPU
-lease, a lost remote worker; report.md lists what and why); 2 a bad side; 3 Bazel failed to
-run. A fix (a failure whose body now passes, also against a stale declaration or xfail marker)
-never counts against the verdict.
+lease, a lost remote worker; report.md lists what and why), or its rates were not decided
+within --max-runs; 2 a bad side; 3 Bazel failed to run. A fix (a failure whose body now
+passes, also against a stale declaration or xfail marker) and a case flaky or broken on both
+sides never count against the verdict.
 
 Outcomes and facts (hangs, peak RSS, what never ran) come from the runner's record of each
 shard in its test.xml (tools/results), never from its log lines; a saved run from before the
