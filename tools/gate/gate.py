@@ -275,7 +275,7 @@ class Gate:
     def rate(self, by_role: dict, result: dict) -> None:
         """Re-runs every case marked `first_run` (compare.py) on both sides, in rounds, until
         tools/gate/rates.py decides it or the budget is spent; moves each to its verdict's list."""
-        lists = [key for key in set(rates.LISTS.values()) if key in result]
+        lists = [key for key in dict.fromkeys(rates.LISTS.values()) if key in result]
         items = [i for key in lists for i in result[key] if i.get("first_run")]
         if not items:
             return
