@@ -152,7 +152,8 @@ def decide(
         return dict(out, verdict=FIXED)
     if cand.rate > base.rate:
         if saved:
-            return dict(out, verdict=NOT_DECIDED, settle=f"re-run the {' and '.join(saved)} live")
+            why = " and ".join(f"the {s}'s ({fixed[s]})" for s in saved)
+            return dict(out, verdict=NOT_DECIDED, settle=f"runs of {why} live")
         n = runs_to_settle(base, cand, confidence)
         settle = (
             f"about {n} runs per side ({n - base.runs} more on the baseline, "

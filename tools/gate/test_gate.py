@@ -1032,7 +1032,7 @@ class RatesDecisionTest(unittest.TestCase):
         self.assertIn("not at the stated confidence", rates.line(broke))
         flaky = rates.decide(C(0, 1), C(2, 5), fixed=saved)
         self.assertEqual(flaky["verdict"], rates.NOT_DECIDED)
-        self.assertEqual(flaky["settle"], "re-run the baseline live")
+        self.assertEqual(flaky["settle"], "runs of the baseline's (a saved run) live")
         # Two saved runs (a pool gate): one run each, passed -> failed is still red.
         both = {"baseline": "a saved run", "candidate": "a saved run"}
         self.assertEqual(rates.decide(C(0, 1), C(1, 1), fixed=both)["verdict"], rates.REGRESSED)
