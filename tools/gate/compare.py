@@ -40,6 +40,10 @@ Categories (a case is `label` + `classname::name`, over all shards):
   xfail_changes      xfail -> xpass, and xpass|passed -> xfail
   xfail_message_changes  xfail on both sides, with another failure (type or message)
   other_changes      any other outcome change (e.g. skipped -> passed)
+  broken_both        failed or error on both sides (`first_run`: re-run on both, rates.py)
+  flaky_both, not_decided  filled by the gate's re-runs (tools/gate/rates.py): a case whose
+                     `first_run` marks it is moved to the list of its verdict (regressions,
+                     fixes, flaky_both, broken_both, not_decided)
   new_cases, vanished_cases
   one_side           what did not run on both sides, with the reason (coverage): targets
                      SKIPPED or absent on one side, cases new or vanished or skipped (undeclared)
@@ -261,6 +265,9 @@ def compare(
             "other_changes",
             "new_cases",
             "vanished_cases",
+            "broken_both",
+            "flaky_both",
+            "not_decided",
             "one_side",
             "skipped_one_side",
             "skipped_both",
@@ -369,6 +376,22 @@ def _not_run(case, side: str) -> str:
     return f"skipped on the {side}" + (f" ({case.message})" if case.message else "")
 
 
+def _rated(change: dict, old, new) -> dict:
+    """The change, marked for rates (tools/gate/rates.py) where both sides ran the case as a
+    pass or a failure and one failed (a retry's failure counts): `first_run` holds whether it
+    failed on each side. Declared, xfail or skipped outcomes keep their own rules."""
+    outcomes = (old.outcome, new.outcome)
+    if all(o in ("passed",) + BAD for o in outcomes) or (
+        old.outcome == "xfail" and new.outcome in BAD
+    ):
+        if not (old.declared or new.declared):
+            change["first_run"] = {
+                "baseline": old.outcome in BAD,
+                "candidate": new.outcome in BAD or bool(new.failed_attempts),
+            }
+    return change
+
+
 def _compare_cases(label, before, after, thresholds, result, coverage, differ=None) -> int:
     regressions = 0
     after_red = after.status not in bep.GREEN
@@ -469,18 +492,22 @@ def _compare_cases(label, before, after, thresholds, result, coverage, differ=No
             result["regressions"].append(dict(change, newly_declared=marker))
             regressions += 1
         elif regressed(old, new):
-            result["regressions"].append(change)
+            result["regressions"].append(_rated(change, old, new))
             regressions += 1
         elif old.outcome in GOOD and new.failed_attempts:
             change["flaky_attempts"] = f"failed {new.failed_attempts} of {new.attempts} attempts"
             change["candidate"] = f"{new.outcome} on a retry"
             change.update(message=new.failed_message, log=new.failed_log)
-            result["regressions"].append(change)
+            result["regressions"].append(_rated(change, old, new))
             regressions += 1
+        elif old.outcome in BAD and new.outcome in BAD:
+            # Failed on both in one run each: a case that broke for good on the candidate may
+            # have failed on the baseline by chance. Re-run on both (tools/gate/rates.py).
+            result["broken_both"].append(_rated(change, old, new))
         else:
             if old.outcome != new.outcome:
                 if old.outcome in BAD + ("xfail",) and new.outcome == "passed":
-                    result["fixes"].append(change)
+                    result["fixes"].append(_rated(change, old, new))
                 elif "xfail" in (old.outcome, new.outcome) and {old.outcome, new.outcome} <= {
                     "xfail",
                     "xpass",

@@ -23,9 +23,12 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
    (tools/results) and the logs of every target that did not simply pass, copied into the
    report directory (the next gate overwrites the output base).
 3. Compares per test case (tools/gate/compare.py), and what ran on one side only (coverage).
-4. Re-runs the failing cases of every regression twice more on the candidate, selected by
-   exact node id (--test_env=TORCH_TEST_NODE_IDS, tools/runner/session/node_ids.py) and checked in
-   the re-runs' test.xml: consistent, flaky, or not confirmed (the case did not run again).
+4. Re-runs every compared case that did not pass on both sides on both sides, selected by
+   exact node id (--test_env=TORCH_TEST_NODE_IDS, tools/runner/session/node_ids.py), in rounds
+   of one `bazel test` per side up to --max-runs, and decides it on failure rates at
+   --confidence (tools/gate/rates.py): regressed, fixed, flaky or broken on both, not decided.
+   Every other regression's failing cases re-run twice more on the candidate: consistent,
+   flaky, or not confirmed (the case did not run again).
    --repeat N runs every candidate target N more times, judged whole (tools/gate/repeats.py):
    any run not PASSED, or any case that does not pass in a run, is a flaky regression.
 5. --bisect: each regressed case alone on every torch release between the sides
@@ -39,11 +42,12 @@ did not pass on the candidate, whatever explains it (an xfail marker, a declared
 skip, not applicable there), unless --accept-declared accepts the outcomes a declaration or a
 marker explains (declared fail/skip, not applicable, xfail); 4 incomplete: no regression, but
 something ran on one side only or on neither (a skip, a case that never ran, a definition never
-collected), or could not be compared for infrastructure (tools/gate/infra.py: no NVIDIA driver
+collected), could not be compared for infrastructure (tools/gate/infra.py: no NVIDIA driver
 or no visible GPU for a CUDA build, CUDA out of memory, a rendezvous timeout, a refused GPU
-lease, a lost remote worker; report.md lists what and why); 2 a bad side; 3 Bazel failed to
-run. A fix (a failure whose body now passes, also against a stale declaration or xfail marker)
-never counts against the verdict.
+lease, a lost remote worker; report.md lists what and why), or its rates were not decided
+within --max-runs; 2 a bad side; 3 Bazel failed to run. A fix (a failure whose body now
+passes, also against a stale declaration or xfail marker) and a case flaky or broken on both
+sides never count against the verdict.
 
 Outcomes and facts (hangs, peak RSS, what never ran) come from the runner's record of each
 shard in its test.xml (tools/results), never from its log lines; a saved run from before the
@@ -72,6 +76,7 @@ from tools.gate import (  # noqa: E402
     culprit,
     infra,
     patterns,
+    rates,
     repeats,
     report,
     report_html,
@@ -267,6 +272,63 @@ class Gate:
                     str(a.log) for a in (target.attempts if target else []) if a.log
                 ]
 
+    def rate(self, by_role: dict, result: dict) -> None:
+        """Re-runs every case marked `first_run` (compare.py) on both sides, in rounds, until
+        tools/gate/rates.py decides it or the budget is spent; moves each to its verdict's list."""
+        lists = [key for key in dict.fromkeys(rates.LISTS.values()) if key in result]
+        items = [i for key in lists for i in result[key] if i.get("first_run")]
+        if not items:
+            return
+        fixed = {role: "a saved run" for role, side in by_role.items() if side.kind == "results"}
+        cases = {
+            n: {
+                role: rates.Count(int(item["first_run"][role]), 1)
+                for role in ("baseline", "candidate")
+            }
+            for n, item in enumerate(items)
+        }
+        logs = {n: [] for n in cases}
+        rounds = {"baseline": 0, "candidate": 0}
+
+        def rerun(role: str, asks: dict) -> dict:
+            rounds[role] += 1
+            asked = [items[n] for n in asks]
+            labels = sorted({item["target"] for item in asked})
+            ids = sorted({item["node_id"] for item in asked if item.get("node_id")})
+            extra = [f"--runs_per_test={max(asks.values())}", "--nocache_test_results"]
+            if ids:  # a case without a node id (a run saved before records) cannot be named
+                extra.append(f"--test_env={NODE_IDS_ENV}={json.dumps(ids)}")
+            say(f"rates: {role} round {rounds[role]}: {len(asks)} case(s), {extra[0]}")
+            run = self.run(by_role[role], labels, f"rates-{role}-{rounds[role]}", extra)
+            got = {}
+            for n in asks:
+                target = run["targets"].get(items[n]["target"])
+                got[n] = observed(target, items[n])
+                logs[n] += [str(a.log) for a in (target.attempts if target else []) if a.log]
+            return got
+
+        args = self.args
+        decisions = rates.settle(cases, rerun, args.confidence, args.max_runs, fixed)
+        for n, item in enumerate(items):
+            decision = decisions[n]
+            decision["line"] = rates.line(decision)
+            item["rates"] = decision
+            cand = decision["candidate"]
+            item["confirmation"] = (
+                {"verdict": "not confirmed (a saved run: re-run it on its host)"}
+                if "candidate" in fixed
+                else {
+                    "verdict": "consistent" if cand["failed"] == cand["runs"] else "flaky",
+                    "failed_runs": cand["failed"],
+                    "runs": cand["runs"],
+                }
+            )
+            item["rerun_logs"] = logs[n]
+        for key in lists:
+            result[key] = [i for i in result[key] if "rates" not in i]
+        for item in items:
+            result[rates.LISTS[item["rates"]["verdict"]]].append(item)
+
     def run_case(self, release: str, label: str, node_ids: list) -> dict:
         """{node id: outcome} of those cases alone on a venv of torch==release (--bisect)."""
         python = candidate.build(f"torch=={release}")
@@ -328,6 +390,27 @@ def fetch_error(text: str) -> str:
     errors = [e for e in re.findall(r"^ERROR: (.+)$", text, re.M) if not bazel_own.search(e)]
     fails = re.findall(r"^Error in fail: (.+)$", text, re.M)
     return (errors or fails or ["see the fetch log"])[0].strip()
+
+
+def observed(target, item) -> tuple[int, int]:
+    """(runs in which the case failed, runs in which it ran) of a re-run: a run fails where
+    any attempt of it failed the case or hung in it (a retry's pass hides no failure)."""
+    failed = ran = 0
+    for run in sorted({a.run for a in target.attempts} if target else ()):
+        attempts = [a for a in target.attempts if a.run == run]
+        outcomes = [
+            "passed" if c.stale else c.outcome  # its body passed (a stale expectation failed it)
+            for a in attempts
+            if a.xml and a.xml.is_file()
+            for c in junit.cases(a.xml)
+            if c.id == item["case"]
+        ]
+        hangs = [hang[0] for a in attempts if (hang := facts.hang(facts.of(a)))]
+        if item.get("node_id") in hangs or any(o in compare.BAD for o in outcomes):
+            failed, ran = failed + 1, ran + 1
+        elif any(o in compare.GOOD for o in outcomes):
+            ran += 1
+    return failed, ran
 
 
 def _verdict(target, snap, item) -> dict:
@@ -473,7 +556,23 @@ def main(argv=None) -> int:
         "declaration or a marker accepts (declared fail/skip, not applicable, xfail) is "
         "reported as accepted, not as a regression (a plain failure or skip still is one)",
     )
+    parser.add_argument(
+        "--max-runs",
+        type=int,
+        default=rates.MAX_RUNS,
+        help="runs per side, the first included, of a case that did not pass on both sides "
+        f"(default {rates.MAX_RUNS})",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=rates.CONFIDENCE,
+        help=f"of a regressed or fixed verdict on failure rates (default {rates.CONFIDENCE})",
+    )
     args = parser.parse_args(argv)
+    if not 0 < args.confidence < 1 or args.max_runs < 1:
+        print("gate: --confidence must lie in (0, 1) and --max-runs be 1 or more", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
     started = time.monotonic()
     try:
@@ -561,6 +660,7 @@ def main(argv=None) -> int:
         )
         seen = {(r["target"], r["case"]) for r in result["regressions"]}
         result["regressions"] += repeats.regressions(repeated["targets"], snaps["baseline"], seen)
+    gate.rate(by_role, result)
     to_confirm = [r for r in result["regressions"] if "confirmation" not in r]
     if to_confirm:
         gate.confirm(by_role["candidate"], to_confirm)
@@ -620,6 +720,12 @@ def main(argv=None) -> int:
                 for name, why in plan.not_compared.items()
             ],
         },
+        "rates": {
+            "confidence": args.confidence,
+            "max_runs": args.max_runs,
+            "test": "Fisher's exact one-sided",
+            "interval": "Wilson score",
+        },
         "tree_warnings": tree.warnings(trees, saved, lambda t: tree.known(ROOT, t)),
         "comparison": result,
         "target_status": {
@@ -645,11 +751,13 @@ def main(argv=None) -> int:
 
 
 def exit_code(result: dict) -> int:
-    """1 a regression; else 4 where something ran on one side only or was not compared for
-    infrastructure (tools/gate/infra.py); else 0. A fix never counts against the verdict."""
+    """1 a regression; else 4 where something ran on one side only, was not compared for
+    infrastructure (tools/gate/infra.py) or its rates were not decided within the budget; else
+    0. A fix, a case flaky or broken on both sides never counts against the verdict."""
     if result["regressions"]:
         return EXIT_REGRESSION
-    return EXIT_INCOMPLETE if any(result[key] for key in compare.COVERAGE_KEYS) else 0
+    incomplete = (*compare.COVERAGE_KEYS, "not_decided")  # not decided: the budget ran out
+    return EXIT_INCOMPLETE if any(result.get(key) for key in incomplete) else 0
 
 
 def _leave_out(run: dict, labels) -> dict:

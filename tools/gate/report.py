@@ -10,6 +10,8 @@ TITLES = (
     ("xfail_message_changes", "Expected failures that now fail differently (type or message)"),
     ("declared", "Declared outcomes on the candidate (expectations files)"),
     ("other_changes", "Other outcome changes"),
+    ("flaky_both", "Flaky on both sides (no significant difference; not a regression)"),
+    ("broken_both", "Broken on both sides (failed every run on both; not a regression)"),
     ("new_cases", "New test cases (candidate only)"),
     ("vanished_cases", "Vanished test cases (baseline only)"),
 )
@@ -108,7 +110,8 @@ def _tree_warnings(data: dict) -> list[str]:
 VERDICTS = {
     0: "complete, no regressions",
     1: "REGRESSED",
-    4: "INCOMPLETE (no regression, but not everything ran on both sides or could be compared)",
+    4: "INCOMPLETE (no regression, but not everything ran on both sides, could be compared or "
+    "was decided within the re-run budget)",
 }
 
 
@@ -120,7 +123,8 @@ def verdict(data: dict) -> str:
         f"{len(result['regressions'])} regressions; compared on both sides: "
         f"{cov['targets_compared']} of {cov['targets']} targets, {cov['cases_compared']} cases; "
         f"{len(result['one_side'])} ran on one side only; "
-        f"{len(result['infra'])} not compared for infrastructure"
+        f"{len(result['infra'])} not compared for infrastructure; "
+        f"{len(result.get('not_decided') or [])} not decided within the re-run budget"
     )
 
 
@@ -171,6 +175,16 @@ def _infra_section(items: list) -> list[str]:
     return lines
 
 
+def _rates_line(item: dict) -> list[str]:
+    """The case's verdict on failure rates (tools/gate/rates.py): rates, intervals, p, runs."""
+    decision = item.get("rates")
+    if not isinstance(decision, dict) or not decision.get("line"):
+        return []
+    reruns = decision.get("reruns") or {}
+    spent = ", ".join(f"{reruns[s]} on the {s}" for s in ("baseline", "candidate") if s in reruns)
+    return [f"   - rates: {decision['line']}" + (f"; re-runs: {spent}" if spent else "")]
+
+
 def markdown(data: dict, out=None) -> str:
     result = data["comparison"]
     regressions = result["regressions"]
@@ -180,7 +194,7 @@ def markdown(data: dict, out=None) -> str:
         1 for r in regressions if r.get("confirmation", {}).get("verdict", "").startswith("flaky")
     )
     declared = sum(1 for r in regressions if r.get("newly_declared"))
-    counts = ", ".join(f"{len(result[key])} {key.replace('_', ' ')}" for key, _ in TITLES)
+    counts = ", ".join(f"{len(result.get(key) or [])} {key.replace('_', ' ')}" for key, _ in TITLES)
     out_lines += [
         f"**{verdict(data)}.**",
         "",
@@ -215,6 +229,7 @@ def markdown(data: dict, out=None) -> str:
             f"{i}. {_where(item)}: {_transition(item)}, **{verdict_text}**",
             f"   - first failure: `{_short(item['message'])}`",
         ]
+        out_lines += _rates_line(item)
         if item.get("stack"):
             stack = "\n".join("     " + line for line in item["stack"].splitlines())
             out_lines += ["   - stack when it was stopped:", "", "     ```", stack, "     ```"]
@@ -231,6 +246,10 @@ def markdown(data: dict, out=None) -> str:
             out_lines.append(f"   - re-run logs: {', '.join(reruns)}")
         if item.get("reproduce"):
             out_lines.append(f"   - reproduce: `{item['reproduce']}`")
+    if result.get("not_decided"):
+        out_lines += ["", "## Not decided within the re-run budget (exit 4)", ""]
+        for item in result["not_decided"]:
+            out_lines += [f"- {_where(item)}: {_transition(item)}", *_rates_line(item)]
     out_lines += _infra_section(result["infra"])
     if result["one_side"]:
         out_lines += ["", "## Ran on one side only (coverage is incomplete)", ""]
@@ -243,7 +262,7 @@ def markdown(data: dict, out=None) -> str:
             sides = f"baseline {item['baseline']}, candidate {item['candidate']}"
             out_lines.append(f"- `{item['target']}`: {sides}{reason}")
     for key, title in TITLES:
-        if result[key]:
+        if result.get(key):
             out_lines += ["", f"## {title}", ""]
             for item in result[key]:
                 extra = ""
@@ -254,6 +273,7 @@ def markdown(data: dict, out=None) -> str:
                 if item.get("stale"):
                     extra += f"; stale {_stale_what(item['stale'])}: {item['stale'].get('edit')}"
                 out_lines.append(f"- {_where(item)}: {_transition(item)}{extra}")
+                out_lines += _rates_line(item)
     if result["skipped_both"]:
         out_lines += ["", "## SKIPPED on both sides (this host cannot run them)", ""]
         out_lines.append(", ".join(f"`{item['target']}`" for item in result["skipped_both"]))

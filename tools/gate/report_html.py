@@ -24,6 +24,7 @@ GRID_CATEGORIES = (
     ("regressions", "regression", "reg"),
     ("infra", "infrastructure", "infra"),
     ("one_side", "one side only", "one"),
+    ("not_decided", "not decided", "one"),
     ("fixes", "fix", "fix"),
     ("declared", "quarantine", "quar"),
     ("xfail_changes", "xfail changed", "chg"),
@@ -31,10 +32,12 @@ GRID_CATEGORIES = (
     ("other_changes", "changed", "chg"),
     ("new_cases", "new", "chg"),
     ("vanished_cases", "vanished", "chg"),
+    ("flaky_both", "flaky on both", "chg"),
+    ("broken_both", "broken on both", "chg"),
 )
 # Listed after the sections the page leads with (report.md's titles).
 OTHER_LISTS = ("xfail_changes", "xfail_message_changes", "other_changes", "new_cases")
-OTHER_LISTS += ("vanished_cases",)
+OTHER_LISTS += ("vanished_cases", "not_decided", "flaky_both", "broken_both")
 # Regression fields the page shows by name; any other scalar field is listed as it is.
 SHOWN_FIELDS = {
     "target",
@@ -53,6 +56,8 @@ SHOWN_FIELDS = {
     "flaky_attempts",
     "infra_suspect",
     "stale",
+    "rates",
+    "first_run",
 }
 GREEN = ("PASSED", "FLAKY")  # statuses whose target's cases all ended well (FLAKY: on a retry)
 # Regressions shown whole; the rest one row each (the page stays a few MB at 5,000 cases).
@@ -299,6 +304,17 @@ def _confirmation(item: dict) -> str:
     return text
 
 
+def _rates(item: dict) -> str:
+    """The verdict on failure rates (tools/gate/rates.py), each side's rate and interval and
+    the re-runs spent; "" where report.json has none (an older gate's, or a case not rated)."""
+    decision = item.get("rates")
+    if not isinstance(decision, dict) or not decision.get("line"):
+        return ""
+    reruns = decision.get("reruns") if isinstance(decision.get("reruns"), dict) else {}
+    spent = ", ".join(f"{reruns[s]} on the {s}" for s in ("baseline", "candidate") if s in reruns)
+    return str(decision["line"]) + (f"; re-runs: {spent}" if spent else "")
+
+
 def _regression(n: int, item: dict, out) -> str:
     rows = [("first failure", f"<pre>{e(_short(item.get('message'), 2000))}</pre>")]
     if item.get("newly_declared"):
@@ -315,6 +331,8 @@ def _regression(n: int, item: dict, out) -> str:
     if isinstance(suspect, dict):
         text = f"{suspect.get('rule', 'infra-like')}: {suspect.get('why', '')}"
         rows.append(("infra-like", e(text) + f" <code>{e(_short(suspect.get('evidence')))}</code>"))
+    if _rates(item):
+        rows.append(("rates", e(_rates(item))))
     if isinstance(item.get("stale"), dict):
         rows.append(("stale expectation", e(item["stale"].get("edit") or item["stale"])))
     if item.get("bisect"):
@@ -359,7 +377,8 @@ def _compact(n: int, item: dict, out, prefix: str) -> str:
     cells = (
         f"{n}",
         f"{_where(item)}<br>{e(_transition(item))}, <b>{e(_confirmation(item))}</b>",
-        f"<code>{e(_short(item.get('message'), 160))}</code>",
+        f"<code>{e(_short(item.get('message'), 160))}</code>"
+        + (f"<br>{e(_short(_rates(item), 300))}" if _rates(item) else ""),
         log_cell,
         f"<code>{'…' if rest != command else ''}{e(rest)}</code>",
     )
@@ -617,6 +636,7 @@ def _sections(data: dict, out) -> str:
     parts = []
     if "fixes" in result:
         columns = where + change + [("stale expectation: the edit", _stale)]
+        columns.append(("rates", lambda i: e(_rates(i))))
         parts.append(
             _list("fixes", titles.get("fixes", "Fixes"), "fixes", result["fixes"], columns)
         )
@@ -648,6 +668,7 @@ def _sections(data: dict, out) -> str:
                 where
                 + change
                 + [("message", lambda i: f"<code>{e(_short(i.get('message'), 200))}</code>")]
+                + [("rates", lambda i: e(_rates(i)))]
             )
             parts.append(
                 _list(key.replace("_", "-"), titles.get(key, key), key, result[key], columns)

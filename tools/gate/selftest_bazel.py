@@ -104,9 +104,15 @@ class GateThroughBazel(unittest.TestCase):
             for r in data["comparison"]["regressions"]
         }
         self.assertEqual(code, gate.EXIT_REGRESSION, err)
-        # FLAKY on the candidate: a (flaky) regression, not green.
-        flaky = regressions[("flaky_on_candidate", "test_flaky")]
+        # FLAKY on the candidate (its first attempt only fails, then every re-run passes):
+        # 1 of 5 against 0 of 5 is not significant, and not green: not decided (exit 4).
+        (flaky,) = [
+            i
+            for i in data["comparison"]["not_decided"]
+            if i["target"].endswith("flaky_on_candidate")
+        ]
         self.assertEqual(flaky.get("flaky_attempts"), "failed 1 of 2 attempts")
+        self.assertEqual(flaky["rates"]["candidate"]["failed"], 1)
         # A red baseline does not hide the hang; the hung case is named with its stack, and
         # pytest's nameless testcase after SIGTERM is no new case.
         hang = regressions[("hangs_on_candidate", "test_hangs")]
@@ -120,11 +126,12 @@ class GateThroughBazel(unittest.TestCase):
             ],
             [],
         )
-        # The re-runs select the id with a space and prove they ran it.
+        # The re-runs on both sides select the id with a space and prove they ran it.
         param = regressions[("param_fails_on_candidate", "test_param[relu inplace]")]
         self.assertEqual(
-            param["confirmation"], {"verdict": "consistent", "failed_runs": 3, "runs": 3}
+            param["confirmation"], {"verdict": "consistent", "failed_runs": 5, "runs": 5}
         )
+        self.assertEqual(param["rates"]["baseline"]["runs"], 5)
         self.assertNotIn(("param_fails_on_candidate", "test_param[plain]"), regressions)
         # Evidence stays in the report directory.
         for item in (hang, param):

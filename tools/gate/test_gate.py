@@ -12,9 +12,11 @@ import os
 import pathlib
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
 
 from tools.gate import (
@@ -25,8 +27,10 @@ from tools.gate import (
     hardware,
     infra,
     patterns,
+    rates,
     repeats,
     report,
+    report_html,
     save_run,
     sides,
     tree,
@@ -273,10 +277,11 @@ class CompareTest(unittest.TestCase):
 
     def test_nothing_changed_is_empty(self):
         same = compare.compare(self.before, self.before)
-        # Nothing changed, but a case skipped (undeclared) on both sides ran on neither.
+        # Nothing changed, but a case skipped (undeclared) on both sides ran on neither, and
+        # the cases that failed on both sides wait for their re-runs (rates.py) as broken.
         self.assertEqual(
             {k: [i.get("reason") for i in v] for k, v in same.items() if v and k != "coverage"},
-            {"one_side": ["skipped on both sides (no reason)"]},
+            {"one_side": ["skipped on both sides (no reason)"], "broken_both": [None, None]},
         )
 
     def test_report_lists_regressions_first(self):
@@ -966,6 +971,269 @@ class VerdictTest(unittest.TestCase):
             gate._verdict(target, None, {"case": None})["verdict"],
             "not confirmed (the re-runs produced no result)",
         )
+
+
+C = rates.Count
+
+
+class RatesDecisionTest(unittest.TestCase):
+    """The decision on failure rates alone (tools/gate/rates.py): Fisher's exact one-sided test
+    at alpha = 1 - confidence, each side's rate with its Wilson interval (issue 64)."""
+
+    def test_fisher_one_sided_on_the_two_by_two_table(self):
+        # 0 of 5 against 5 of 5: the one table of 5 failures that extreme, 1 / C(10, 5).
+        more, less = rates.fisher(C(0, 5), C(5, 5))
+        self.assertAlmostEqual(more, 1 / 252)
+        self.assertAlmostEqual(less, 1.0)
+        # 1 of 5 against 5 of 5: (C(5,5) C(5,1)) / C(10,6) = 5 / 210.
+        self.assertAlmostEqual(rates.fisher(C(1, 5), C(5, 5))[0], 5 / 210)
+        self.assertAlmostEqual(rates.fisher(C(5, 5), C(0, 5))[1], 1 / 252)
+
+    def test_a_consistent_regression_needs_five_runs_a_side_at_099(self):
+        self.assertEqual(rates.first_round(0.99), 5)
+        self.assertEqual(rates.decide(C(0, 5), C(5, 5))["verdict"], rates.REGRESSED)
+        self.assertEqual(rates.decide(C(5, 5), C(0, 5))["verdict"], rates.FIXED)
+        # At 4 a side, p = 1/70 > 0.01: still undecided, run on to the budget.
+        pending = rates.decide(C(0, 4), C(4, 4))
+        self.assertIsNone(pending["verdict"])
+        self.assertEqual(pending["runs"], {"baseline": 5, "candidate": 5})
+        # One run each (the gate's own): both sides to 5 at once.
+        self.assertEqual(rates.decide(C(0, 1), C(1, 1))["runs"], {"baseline": 5, "candidate": 5})
+
+    def test_out_of_budget_broken_flaky_or_not_decided(self):
+        self.assertEqual(rates.decide(C(5, 5), C(5, 5))["verdict"], rates.BROKEN_BOTH)
+        self.assertEqual(rates.decide(C(2, 5), C(1, 5))["verdict"], rates.FLAKY_BOTH)
+        self.assertEqual(rates.decide(C(1, 5), C(1, 5))["verdict"], rates.FLAKY_BOTH)
+        # A baseline that failed its first run by chance does not hide a candidate that broke:
+        # 1 of 5 against 5 of 5 is not significant at 0.99, and not green either.
+        undecided = rates.decide(C(1, 5), C(5, 5))
+        self.assertEqual(undecided["verdict"], rates.NOT_DECIDED)
+        self.assertIn("about 6 runs per side (1 more on the baseline, 1 more", undecided["settle"])
+        self.assertIsNone(rates.runs_to_settle(C(1, 5), C(1, 5)))
+
+    def test_wilson_interval(self):
+        low, high = rates.wilson(C(0, 5), 0.99)
+        z2 = statistics.NormalDist().inv_cdf(0.995) ** 2
+        self.assertEqual(low, 0.0)
+        self.assertAlmostEqual(high, (z2 / 5) / (1 + z2 / 5))
+        low, high = rates.wilson(C(5, 5), 0.99)
+        self.assertAlmostEqual(low, 1 - (z2 / 5) / (1 + z2 / 5))
+        self.assertEqual(high, 1.0)
+
+    def test_a_side_that_cannot_be_re_run_keeps_its_one_run_and_is_never_green(self):
+        saved = {"baseline": "a saved run"}
+        # The candidate runs its budget; the saved baseline's one run stands.
+        self.assertEqual(
+            rates.decide(C(0, 1), C(1, 1), fixed=saved)["runs"], {"baseline": 1, "candidate": 5}
+        )
+        broke = rates.decide(C(0, 1), C(5, 5), fixed=saved)
+        self.assertEqual(broke["verdict"], rates.REGRESSED)
+        self.assertIn("baseline not re-runnable (a saved run)", broke["note"])
+        self.assertIn("not at the stated confidence", rates.line(broke))
+        flaky = rates.decide(C(0, 1), C(2, 5), fixed=saved)
+        self.assertEqual(flaky["verdict"], rates.NOT_DECIDED)
+        self.assertEqual(flaky["settle"], "runs of the baseline's (a saved run) live")
+        # Two saved runs (a pool gate): one run each, passed -> failed is still red.
+        both = {"baseline": "a saved run", "candidate": "a saved run"}
+        self.assertEqual(rates.decide(C(0, 1), C(1, 1), fixed=both)["verdict"], rates.REGRESSED)
+
+    def test_rounds_re_run_only_the_undecided_on_both_sides(self):
+        asked = []
+        truth = {"broke": (0.0, 1.0), "same": (1.0, 1.0)}  # failure rate per side
+
+        def rerun(side, asks):
+            asked.append((side, dict(asks)))
+            i = rates.SIDES.index(side)
+            return {k: (int(truth[k][i]) * n, n) for k, n in asks.items()}
+
+        first = {
+            "broke": {"baseline": C(0, 1), "candidate": C(1, 1)},
+            "same": {"baseline": C(1, 1), "candidate": C(1, 1)},
+        }
+        decided = rates.settle(first, rerun)
+        self.assertEqual(decided["broke"]["verdict"], rates.REGRESSED)
+        self.assertEqual(decided["same"]["verdict"], rates.BROKEN_BOTH)
+        # One round: each side once, 4 more runs of each case.
+        self.assertEqual(
+            asked,
+            [("baseline", {"broke": 4, "same": 4}), ("candidate", {"broke": 4, "same": 4})],
+        )
+        self.assertEqual(decided["broke"]["reruns"], {"baseline": 4, "candidate": 4})
+
+    def test_a_case_that_does_not_run_again_stops_being_asked(self):
+        calls = []
+
+        def rerun(side, asks):
+            calls.append(side)
+            return {}  # the selection ran nothing
+
+        decided = rates.settle({"x": {"baseline": C(0, 1), "candidate": C(1, 1)}}, rerun)
+        self.assertEqual(calls, ["baseline", "candidate"])
+        # Its one run each stands, as a saved run's: passed -> failed stays red, and says why.
+        self.assertEqual(decided["x"]["verdict"], rates.REGRESSED)
+        self.assertIn("the case did not run again there", decided["x"]["note"])
+        self.assertEqual(decided["x"]["reruns"], {"baseline": 0, "candidate": 0})
+
+
+class RatesGateTest(unittest.TestCase):
+    """The gate's re-runs on both sides (Gate.rate) over fake test.xml, their verdicts' lists,
+    the exit code and the report."""
+
+    def _gate(self, first: dict, reruns: dict, saved=()):
+        """first: {case: (baseline outcome, candidate outcome)}; reruns: {side: {case: [outcome
+        of each re-run]}}. Returns (comparison after the re-runs, Bazel calls)."""
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        fake, label = Fake(pathlib.Path(tmp.name)), "//p:t"
+        snaps = []
+        for i, side in enumerate(("b", "c")):
+            cases = [(c, o[i]) for c, o in first.items()]
+            status = "PASSED" if all(o == "passed" for _, o in cases) else "FAILED"
+            snaps.append(compare.snapshot({label: fake.target(side, label, status, [cases])}))
+        result = compare.compare(*snaps)
+        calls = []
+
+        def run(side, targets, name, extra):
+            calls.append((side.role, targets, name, extra))
+            runs = int(next(x for x in extra if x.startswith("--runs_per_test=")).split("=")[1])
+            target = bep.Target(label, status="FAILED", run_count=runs)
+            for n in range(1, runs + 1):
+                done = len([c for c in calls if c[0] == side.role]) * 100 + n
+                cases = [(c, o.pop(0)) for c, o in reruns[side.role].items() if o]
+                one = fake.target(f"{side.role}{done}", label, "FAILED", [cases])
+                target.attempts.append(dataclasses.replace(one.attempts[0], run=n))
+            return {"targets": {label: target}}
+
+        args = argparse.Namespace(
+            output_root=tmp.name, out=tmp.name, confidence=0.99, max_runs=5, bazel_arg=[]
+        )
+        g = gate.Gate(args)
+        g.run = run
+        by_role = {
+            role: types.SimpleNamespace(role=role, kind="results" if role in saved else "python")
+            for role in ("baseline", "candidate")
+        }
+        g.rate(by_role, result)
+        return result, calls
+
+    def _where(self, result) -> dict:
+        return {
+            key: sorted(i["case"].split("::")[1] for i in result[key])
+            for key in ("regressions", "fixes", "flaky_both", "broken_both", "not_decided")
+            if result[key]
+        }
+
+    def test_verdicts_from_re_runs_on_both_sides(self):
+        result, calls = self._gate(
+            {
+                "broke": ("passed", "failed"),
+                "flake": ("passed", "failed"),
+                "fix": ("failed", "passed"),
+                "hidden": ("failed", "failed"),  # failed on the baseline by chance
+                "dead": ("failed", "failed"),
+                "ok": ("passed", "passed"),
+            },
+            {
+                "baseline": {
+                    "broke": ["passed"] * 4,
+                    "flake": ["passed", "failed", "passed", "passed"],
+                    "fix": ["failed"] * 4,
+                    "hidden": ["passed"] * 4,
+                    "dead": ["failed"] * 4,
+                },
+                "candidate": {
+                    "broke": ["failed"] * 4,
+                    "flake": ["passed"] * 4,
+                    "fix": ["passed"] * 4,
+                    "hidden": ["failed"] * 4,
+                    "dead": ["failed"] * 4,
+                },
+            },
+        )
+        self.assertEqual(
+            self._where(result),
+            {
+                "regressions": ["broke"],
+                "fixes": ["fix"],
+                "flaky_both": ["flake"],
+                "broken_both": ["dead"],
+                "not_decided": ["hidden"],
+            },
+        )
+        # One Bazel invocation per side, the undecided cases by node id, 4 runs each.
+        self.assertEqual(
+            [(c[0], c[1]) for c in calls], [("baseline", ["//p:t"]), ("candidate", ["//p:t"])]
+        )
+        ids = json.dumps(
+            sorted(f"m.py::C::{c}" for c in ("broke", "dead", "fix", "flake", "hidden"))
+        )
+        self.assertEqual(
+            calls[0][3],
+            [
+                "--runs_per_test=4",
+                "--nocache_test_results",
+                f"--test_env=TORCH_TEST_NODE_IDS={ids}",
+            ],
+        )
+        (broke,) = result["regressions"]
+        self.assertEqual(
+            broke["confirmation"], {"verdict": "consistent", "failed_runs": 5, "runs": 5}
+        )
+        self.assertEqual(broke["rates"]["reruns"], {"baseline": 4, "candidate": 4})
+        self.assertEqual(gate.exit_code(result), gate.EXIT_REGRESSION)
+        result["regressions"] = []
+        self.assertEqual(gate.exit_code(result), gate.EXIT_INCOMPLETE)  # not decided
+        result["not_decided"] = []
+        self.assertEqual(gate.exit_code(result), 0)  # flaky and broken on both: no regression
+
+    def test_a_flake_on_both_sides_is_not_red(self):
+        result, _ = self._gate(
+            {"flake": ("passed", "failed")},
+            {
+                "baseline": {"flake": ["passed", "passed", "failed", "passed"]},
+                "candidate": {"flake": ["passed"] * 4},
+            },
+        )
+        self.assertEqual(self._where(result), {"flaky_both": ["flake"]})
+        self.assertEqual(gate.exit_code(result), 0)
+
+    def test_a_saved_baseline_is_not_re_run_and_its_one_run_stands(self):
+        result, calls = self._gate(
+            {"broke": ("passed", "failed"), "flaky": ("passed", "failed")},
+            {
+                "baseline": {},
+                "candidate": {"broke": ["failed"] * 4, "flaky": ["passed", "failed"] * 2},
+            },
+            saved=("baseline",),
+        )
+        self.assertEqual([c[0] for c in calls], ["candidate"])
+        self.assertEqual(self._where(result), {"not_decided": ["flaky"], "regressions": ["broke"]})
+        self.assertIn(
+            "baseline not re-runnable (a saved run)", result["regressions"][0]["rates"]["note"]
+        )
+
+    def test_the_reports_state_rates_intervals_and_runs(self):
+        result, _ = self._gate(
+            {"broke": ("passed", "failed"), "hidden": ("failed", "failed")},
+            {
+                "baseline": {"broke": ["passed"] * 4, "hidden": ["passed"] * 4},
+                "candidate": {"broke": ["failed"] * 4, "hidden": ["failed"] * 4},
+            },
+        )
+        data = _report_data(result, gate.exit_code(result))
+        text = report.markdown(data)
+        self.assertIn(
+            "   - rates: regressed: baseline failed 0 of 5 (0 %, 99 % Wilson score interval "
+            "0 %–57 %); candidate failed 5 of 5 (100 %, 99 % Wilson score interval 43 %–100 %); "
+            "Fisher's exact one-sided p = 0.00397 (alpha 0.01); re-runs: 4 on the baseline, 4 on "
+            "the candidate",
+            text,
+        )
+        self.assertIn("## Not decided within the re-run budget (exit 4)", text)
+        self.assertIn("1 not decided within the re-run budget", text)
+        page = report_html.page(json.loads(report.dump_json(data)), suffixes={"cpu": ""})
+        self.assertIn("candidate failed 5 of 5 (100 %, 99 % Wilson score interval", page)
+        self.assertIn('id="not-decided"', page)
 
 
 class RepeatTest(unittest.TestCase):

@@ -64,6 +64,15 @@ CHECKS = (
         "none",
     ),
     Check(
+        "gate-rates",
+        "the gate's rates on a bench with known answers: no consistent regression hidden, "
+        "at most 1 % false reds (bench/gate_rates.py, 300 scenarios per kind)",
+        1,
+        (),
+        ("python3", "bench/gate_rates.py", "--cases", "300", "--check"),
+        "none",
+    ),
+    Check(
         "gate-page",
         "the gate's report.html in headless chromium: its DOM counts what report.json holds; "
         "a screenshot",
