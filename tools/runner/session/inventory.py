@@ -236,6 +236,9 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
                 }
                 for key, (item, xfail) in self.cases.items()
             }
+            functions = {
+                k for k, (item, _) in self.cases.items() if isinstance(item, pytest.Function)
+            }
             defined, never_imported = {}, []
             for path in sources:
                 if path not in self.modules:
@@ -250,7 +253,9 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
                 defined.update(definitions(module, path))
             record = {
                 "items": cases,
-                "uncollected": uncollected(defined, set(cases)) + never_imported,
+                # A definition is collected only as a test function: an item of another kind
+                # under its name (a conftest's stand-in) does not run what it defines.
+                "uncollected": uncollected(defined, functions) + never_imported,
                 "error": self.error,
             }
             with open(out + ".tmp", "w") as f:

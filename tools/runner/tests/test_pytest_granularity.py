@@ -238,3 +238,45 @@ def test_a_subtest_regression_in_a_red_target_fails_the_gate(tmp_path):
         "test_fixture.T::test_bounded (i=2)",
     ], result["regressions"]
     assert gate.exit_code(result) == gate.EXIT_REGRESSION
+
+
+# A conftest's own kind of item, made of functions named check_*: cases of the source.
+PLUGIN_ITEMS = """
+    import pytest
+
+    class Check(pytest.Item):
+        def __init__(self, *, fn, **kwargs):
+            super().__init__(**kwargs)
+            self.fn = fn
+
+        def runtest(self):
+            self.fn()
+
+    def pytest_pycollect_makeitem(collector, name, obj):
+        if name.startswith("check_"):
+            return Check.from_parent(collector, name=name, fn=obj)
+    """
+
+CHECKS = """
+    def check_holds():
+        assert 1 + 1 == 2
+
+    def check_breaks():
+        assert 1 + 1 == 3, "arithmetic"
+    """
+
+
+def test_an_item_a_plugin_collects_is_an_inventoried_witnessed_case(tmp_path):
+    conftest = PLUGIN_ITEMS + EXIT_STATUS_REWRITTEN.replace("    import pytest\n", "")
+    result = run(tmp_path, CHECKS, {"conftest.py": conftest})
+    assert result.returncode != 0, result.output
+    assert _case(result, "test_fixture.py::check_holds").outcome == "passed"
+    broke = _case(result, "test_fixture.py::check_breaks")
+    assert broke.outcome == "failed" and "arithmetic" in broke.detail, broke
+    # The session that never runs it leaves it never run: the inventory holds it.
+    skips_them = (
+        conftest + "\n    def pytest_collection_modifyitems(items):\n        items[:] = []\n"
+    )
+    result = run(tmp_path, CHECKS, {"conftest.py": skips_them})
+    assert result.returncode != 0, result.output
+    assert _case(result, "test_fixture.py::check_breaks").outcome == "never_ran"
