@@ -306,6 +306,10 @@ def shard_record(
         rec.cases[name] = case = judge(s, info, entry)
         for desc, sub in judge_subtests(s, case, info, entry).items():
             rec.cases[f"{name} {desc}"] = sub
+    # A file that yields no case is a case of its own: its import failed, or it skipped itself.
+    for path, (outcome, text) in sorted(inventory["unloaded"].items()):
+        why = "could not be imported" if outcome == "failed" else "skipped at import"
+        rec.cases[display(path, root)] = record.Case(outcome, f"{why}: {text}")
     rec.never_collected = [f"{display(k, root)} ({what})" for k, what in inventory["uncollected"]]
     rec.last_started = (seen[last].nodeid or display(last, root)) if last else None
     for finding in outside:

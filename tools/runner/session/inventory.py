@@ -15,6 +15,10 @@ empty one: pytest's default naming) or other plugins, and writes:
                its parameters' reprs (the shards' stability check, tools/runner/collection.py),
                whether it expects to fail (an xfail marker, unittest.expectedFailure) and
                whether it is not applicable to the hardware table;
+  unloaded     every source file that yields no case, with why: it failed to import
+               ("failed", its `Type: message`), or skipped itself at import ("skipped", e.g.
+               pytest.importorskip): each is a case of the record, keyed by the file, so a
+               packed target's other files keep their cases and verdicts;
   uncollected  every test-named thing the modules define that yields no case: module
                functions named test*, methods test* of classes named Test* (pytest's defaults)
                and what unittest's loader runs (`load_tests` included); a class that says
@@ -183,6 +187,16 @@ def expected_failure(item) -> dict | None:
     return {"raises": [type_name(k) for k in kinds if isinstance(k, type)]}
 
 
+def _collect_text(report) -> str:
+    """`Type: message` of a file's failed import (the last `E ` line pytest shows), or the
+    reason it skipped itself."""
+    if report.skipped:
+        longrepr = report.longrepr
+        return str(longrepr[2] if isinstance(longrepr, tuple) else longrepr)[-_ERROR_TEXT:]
+    lines = [line[1:].strip() for line in report.longreprtext.splitlines() if line[:1] == "E"]
+    return (lines[-1] if lines else report.longreprtext.strip())[-_ERROR_TEXT:]
+
+
 def recorder(out: str, sources: list[str], variant_of, not_applicable):
     """pytest plugin of the inventory process: records every case and definition, runs none.
 
@@ -203,15 +217,18 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
         def __init__(self):
             self.modules = {}
             self.cases = {}  # case key -> (item, what it expects), in collection order
-            self.error = None
+            # path -> [outcome, text] of a file that yields no cases: it failed to import
+            # ("failed"), or skipped itself at import ("skipped", e.g. importorskip)
+            self.unloaded = {}
 
         @pytest.hookimpl(wrapper=True)
         def pytest_make_collect_report(self, collector):
             report = yield
             if isinstance(collector, pytest.Module) and report.passed:
                 self.modules[str(collector.path)] = collector.obj
-            elif isinstance(collector, pytest.Module) and report.failed:
-                self.error = f"{collector.nodeid}: {report.longreprtext[-_ERROR_TEXT:]}"
+            elif isinstance(collector, pytest.Module) and not report.passed:
+                outcome = "failed" if report.failed else "skipped"
+                self.unloaded[str(collector.path)] = [outcome, _collect_text(report)]
             return report
 
         @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -241,7 +258,7 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
             }
             defined, never_imported = {}, []
             for path in sources:
-                if path not in self.modules:
+                if path not in self.modules and path not in self.unloaded:
                     try:
                         self.modules[path] = importtestmodule(pathlib.Path(path), session.config)
                     except (Exception, OutcomeException) as error:
@@ -256,7 +273,7 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
                 # A definition is collected only as a test function: an item of another kind
                 # under its name (a conftest's stand-in) does not run what it defines.
                 "uncollected": uncollected(defined, functions) + never_imported,
-                "error": self.error,
+                "unloaded": self.unloaded,
             }
             with open(out + ".tmp", "w") as f:
                 json.dump(record, f)

@@ -280,3 +280,24 @@ def test_an_item_a_plugin_collects_is_an_inventoried_witnessed_case(tmp_path):
     result = run(tmp_path, CHECKS, {"conftest.py": skips_them})
     assert result.returncode != 0, result.output
     assert _case(result, "test_fixture.py::check_breaks").outcome == "never_ran"
+
+
+def test_a_packed_file_that_cannot_be_imported_fails_apart(tmp_path):
+    from tools.runner.tests.runner_subprocess import bazel_env, run_runner, write_tests
+
+    healthy = write_tests(tmp_path, "def test_a():\n    pass\n", "test_healthy.py")
+    broken = write_tests(tmp_path, "import no_such_module_here\n", "test_broken.py")
+    skips = write_tests(
+        tmp_path, "import pytest\npytest.importorskip('no_such_either')\n", "test_skips.py"
+    )
+    result = run_runner(healthy, bazel_env(tmp_path), args=[str(broken), str(skips)])
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    rec = record.read(tmp_path / "test.xml")
+    assert rec is not None, output
+    assert rec.cases["test_healthy.py::test_a"].outcome == "passed", output  # still ran
+    import_failed = rec.cases["test_broken.py"]
+    assert import_failed.outcome == "failed", import_failed
+    assert "No module named 'no_such_module_here'" in import_failed.detail, import_failed
+    skipped = rec.cases["test_skips.py"]
+    assert skipped.outcome == "skipped" and "no_such_either" in skipped.detail, skipped
