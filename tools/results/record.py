@@ -13,7 +13,8 @@ Case ids are the source's path as the target names it, then pytest's id: `dir/te
 test_a[p]` (a packed target may hold two files of one name in two folders). A subtest (unittest's
 subTest, pytest's subtests fixture) is a case of its own, its case's id, a space and pytest's
 description of it: `test_x.py::T::test_a (i=2)`, `test_x.py::test_b [msg] (i=1)`; a failing
-subtest fails its case too.
+subtest fails its case too. A source file that yields no case is one, keyed by the file alone
+(`dir/test_x.py`): `failed` where its import failed, `skipped` where it skipped itself at import.
 
 Case outcomes are what the runner's witness saw the case do (tools/runner/witness.py), not what
 pytest reported:
