@@ -28,7 +28,11 @@ Categories (a case is `label` + `classname::name`, over all shards):
                      match its declaration
   declared           a case whose candidate outcome is the one its declaration accepts
                      (declared fail/skip, not applicable), declared on the baseline too or not
-                     passing there: covered, not a regression
+                     passing there: covered, not a regression; and every case a flaky entry
+                     quarantines on the candidate that passed or failed as the entry accepts,
+                     with its failures over the candidate's runs (`quarantine`,
+                     tools/gate/quarantine.py): a regression instead where they exceed its
+                     rate, or where it was no quarantine and passed on the baseline
   infra              not compared: the host or a side's build failed it (tools/gate/infra.py):
                      a case's failure text in infra's table on both sides, or on one side where
                      the sides' hardware or build kind differ (`differ`); every case of a side
@@ -60,7 +64,7 @@ covered, not compared).
 
 import dataclasses
 
-from tools.gate import infra
+from tools.gate import infra, quarantine
 from tools.results import bep, facts, junit
 
 GOOD = ("passed", "xfail")
@@ -83,6 +87,9 @@ class CaseResult:
     failed_message: str = ""  # the first failed attempt's message and log
     failed_log: str = ""
     stale: dict | None = None  # its body passed against this expectation (record.Case.stale)
+    # The flaky entry that names it (record.Case.quarantine), with `runs` and `failures`
+    # counted over the final runs.
+    quarantine: dict | None = None
 
 
 @dataclasses.dataclass
@@ -137,6 +144,7 @@ def snapshot(targets: dict) -> dict:
     for label, target in targets.items():
         cases, peaks, errors, times = {}, [], [], {}
         hangs, never_collected, expectations, refused = [], set(), None, None
+        quarantines = {}
         final = target.final_attempts()
         for attempt in final:
             rec = facts.of(attempt)
@@ -151,6 +159,12 @@ def snapshot(targets: dict) -> dict:
             if attempt.xml and attempt.xml.is_file():
                 for case in junit.cases(attempt.xml):
                     times.setdefault(case.id, []).append(case.time_s)
+                    if case.quarantine is not None:
+                        counted = quarantines.setdefault(
+                            case.id, dict(case.quarantine, runs=0, failures=0)
+                        )
+                        counted["runs"] += 1
+                        counted["failures"] += case.outcome != "passed"
                     old = cases.get(case.id)
                     # Over several runs a case keeps its worst outcome: one failure is a failure.
                     if old is None or (old.outcome in GOOD and case.outcome not in GOOD):
@@ -165,6 +179,7 @@ def snapshot(targets: dict) -> dict:
                         )
         for case_id, result in cases.items():
             result.times = tuple(times[case_id])
+            result.quarantine = quarantines.get(case_id)
         # Earlier attempts of a (shard, run) that Bazel retried (--flaky_test_attempts, flaky).
         earlier = [a for a in target.attempts if a not in final]
         for attempt in earlier:
@@ -430,6 +445,9 @@ def _compare_cases(label, before, after, thresholds, result, coverage, differ=No
             continue
         both_ran = _ran(old) and _ran(new)
         coverage["cases_compared"] += both_ran
+        if new is not None and new.quarantine is not None and new.outcome in GOOD:
+            regressions += _quarantined(change, old, new, result)
+            continue
         if _declared_kind(new) is not None:
             if as_declared(new):
                 if old is not None and old.outcome in GOOD and not old.declared:
@@ -548,6 +566,28 @@ def _compare_cases(label, before, after, thresholds, result, coverage, differ=No
                 }
             )
     return regressions
+
+
+def _quarantined(change: dict, old, new, result: dict) -> int:
+    """A candidate case a flaky entry quarantines, that passed or failed as it accepts: in
+    `declared` with its runs judged, or a regression (1) where they exceed its rate, or where
+    it failed and the baseline passed with no quarantine."""
+    judged = quarantine.judged(new.quarantine)
+    item = dict(change, declared=judged["summary"], quarantine=judged)
+    newly = (
+        judged["failures"]
+        and old is not None
+        and old.outcome == "passed"
+        and old.quarantine is None
+        and not old.declared
+    )
+    if newly:
+        result["regressions"].append(dict(item, newly_declared=judged["summary"]))
+    elif judged["exceeds"]:
+        result["regressions"].append(dict(item, message=judged["summary"]))
+    else:
+        result["declared"].append(item)
+    return 1 if newly or judged["exceeds"] else 0
 
 
 def _unrun_in_red_targets(label, before, after, result, known: int) -> None:

@@ -40,7 +40,9 @@ Exit codes: 0 every requested target and case ran on both sides (or has the same
 outcome on both) and nothing regressed; 1 a regression: a case that passed on the baseline and
 did not pass on the candidate, whatever explains it (an xfail marker, a declared fail or skip, a
 skip, not applicable there), unless --accept-declared accepts the outcomes a declaration or a
-marker explains (declared fail/skip, not applicable, xfail); 4 incomplete: no regression, but
+marker explains (declared fail/skip, not applicable, xfail), or a quarantined case (a flaky
+entry) whose failures over the candidate's runs exceed its rate (a failure within it is no
+regression: tools/gate/quarantine.py); 4 incomplete: no regression, but
 something ran on one side only or on neither (a skip, a case that never ran, a definition never
 collected), could not be compared for infrastructure (tools/gate/infra.py: no NVIDIA driver
 or no visible GPU for a CUDA build, CUDA out of memory, a rendezvous timeout, a refused GPU

@@ -8,7 +8,7 @@ TITLES = (
     ("fixes", "Fixes (failed, error or expected failure → passed; never a regression)"),
     ("xfail_changes", "Expected failures changed (xfail → xpass, xpass|passed → xfail)"),
     ("xfail_message_changes", "Expected failures that now fail differently (type or message)"),
-    ("declared", "Declared outcomes on the candidate (expectations files)"),
+    ("declared", "Declared outcomes and quarantines on the candidate (expectations files)"),
     ("other_changes", "Other outcome changes"),
     ("flaky_both", "Flaky on both sides (no significant difference; not a regression)"),
     ("broken_both", "Broken on both sides (failed every run on both; not a regression)"),

@@ -6,7 +6,9 @@
 Where the runner's record is in the file (record.py), its cases are the cases and their outcome
 is what the runner's witness saw them do, whatever pytest reported; pytest's entries add only
 their seconds (matched by node id). The record's outcomes read as pytest's below: a declared
-fail as xfail with `declared` "fail: <reason>", a declared skip as skipped with "skip: <reason>",
+fail as xfail with `declared` "fail: <reason>", a quarantined failure as xfail with "flaky:
+<reason>" (every case a flaky entry names keeps the record's `quarantine`), a declared skip as
+skipped with "skip: <reason>",
 not applicable as skipped with `not_applicable`, and `never_ran` (the inventory holds the case,
 no body of it was seen) as itself; a case failed because its body passed against a stale
 expectation keeps the record's `stale` (record.py). Without a record (a run saved before the
@@ -57,6 +59,7 @@ class Case:
     not_applicable: str | None = None  # why the hardware table cannot run it
     recorded_id: str | None = None  # the node id the runner's record names it by
     stale: dict | None = None  # the record's: the body passed against this expectation
+    quarantine: dict | None = None  # the record's: the flaky entry that names the case
 
     @property
     def id(self) -> str:
@@ -115,6 +118,7 @@ def _witnessed(node_id: str, seen: record.Case, reported: Case | None) -> Case:
     why = seen.declared or seen.detail
     outcome, declared, not_applicable = {
         "declared_fail": ("xfail", f"fail: {why}", None),
+        "quarantined": ("xfail", f"flaky: {seen.declared}", None),
         "declared_skip": ("skipped", f"skip: {why}", None),
         "not_applicable": ("skipped", None, seen.detail),
     }.get(seen.outcome, (seen.outcome, None, None))
@@ -132,6 +136,7 @@ def _witnessed(node_id: str, seen: record.Case, reported: Case | None) -> Case:
         not_applicable=not_applicable,
         recorded_id=node_id,
         stale=seen.stale,
+        quarantine=seen.quarantine,
     )
 
 

@@ -26,10 +26,18 @@ pytest reported:
   xfail           an expected failure (xfail marker, unittest.expectedFailure) that ran and raised
   declared_fail   a failure its expectations file declares, with the text the match accepted
   declared_skip   a skip its expectations file declares
+  quarantined     a failure a flaky entry of its expectations file accepts (outcome = "flaky",
+                  before its `until`): detail the failure's text and the entry's issue
   not_applicable  placed by torch's decorators on hardware no variant offers, and skipped so
   skipped         a skip nothing declares (it fails the target)
   never_ran       the inventory holds it for this shard, and no body of it was seen
 Cases another shard ran, or the user's own filter left out, are not in `cases`.
+
+A case a flaky entry names carries that entry in `quarantine` whatever its outcome (`passed`,
+`quarantined`, or `failed`: it failed otherwise, or the entry expired), so a reader counts its
+failures over runs against the rate the entry states:
+  {"entry": 2, "test": "test_x.py::T::test_a", "issue": "https://...", "until": "2027-03-31"
+   or "2.16", "rate": 0.05}
 
 What the body did is kept apart from the verdict where they part: a case whose body passed
 where a declaration (the expectations file) or a marker (xfail, unittest.expectedFailure)
@@ -61,12 +69,13 @@ OUTCOMES = (
     "xfail",
     "declared_fail",
     "declared_skip",
+    "quarantined",
     "not_applicable",
     "skipped",
     "never_ran",
 )
 # Outcomes that leave a target green.
-GREEN = ("passed", "xfail", "declared_fail", "declared_skip", "not_applicable")
+GREEN = ("passed", "xfail", "declared_fail", "declared_skip", "quarantined", "not_applicable")
 # How a not_applicable case's skip reason begins (the session plugin's skip; the runner's
 # verdict and the outcome audit read it).
 NOT_APPLICABLE_PREFIX = "not applicable to this hardware table: "
@@ -78,6 +87,7 @@ class Case:
     detail: str = ""  # `Type: message` of a failure, a skip's reason, what a declaration matched
     declared: str | None = None  # the declaration's reason, where one accepted the outcome
     stale: dict | None = None  # the body passed against this expectation (above)
+    quarantine: dict | None = None  # the flaky entry that names the case (above)
 
 
 @dataclasses.dataclass

@@ -17,9 +17,11 @@ accepts its reason; a failure (in any phase, in a thread, a coroutine left unawa
 never returned) only where the source expects it (an xfail that ran and raised what it names) or
 a declaration matches its `Type: message`; a body that never ran is never green; a case that
 passed where a failure was expected or declared is a failure, unless a declared pass names it
-(a case that expects to fail, passing on this torch); a failing subtest is a failure of its
-case's body. The outcome of every case, and of every subtest as a case of its own, goes
-into the shard's typed record (tools/results/record.py).
+(a case that expects to fail, passing on this torch); a quarantined case (a declared flaky)
+is green where it passed or failed as its entry's match accepts, until the entry expires, and
+red after; a failing subtest is a failure of its case's body. The outcome of every case, and
+of every subtest as a case of its own, goes into the shard's typed record
+(tools/results/record.py).
 """
 
 import dataclasses
@@ -150,6 +152,8 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
         return fail("failed", "its body never returned (the process left it)")
     if entry is not None and entry.outcome == "pass":
         return _judge_pass(s, entry, failures, body)
+    if entry is not None and entry.outcome == "flaky":
+        return _judge_quarantine(s, entry, failures, subs)
     expected = info.get("xfail")
     if failures:
         first = failures[0]
@@ -209,8 +213,12 @@ def judge_subtests(s: Seen, case: record.Case, info: dict, entry) -> dict[str, r
             out[desc] = record.Case("xfail", _text(exc))
         elif case.outcome == "declared_fail" and _matches(entry, exc) is not None:
             out[desc] = record.Case("declared_fail", _matches(entry, exc), entry.reason)
+        elif case.outcome == "quarantined" and _matches(entry, exc) is not None:
+            out[desc] = dataclasses.replace(case, detail=_quarantined(exc, entry))
         else:
             out[desc] = record.Case("failed", _text(exc))
+    for sub in out.values():  # a quarantine's runs count every subtest's, passed or not
+        sub.quarantine = case.quarantine
     return out
 
 
@@ -240,6 +248,38 @@ def _judge_pass(s: Seen, entry, failures: list[dict], body) -> record.Case:
     if ranks:
         return record.Case("failed", ranks)
     return record.Case("passed", "expected to fail, and passed as declared", entry.reason)
+
+
+def _judge_quarantine(s: Seen, entry, failures: list[dict], subs) -> record.Case:
+    """A declared flaky: red once its entry expired (expectations.expiry); else a pass is
+    `passed` and a failure its match accepts (every failure of the case) `quarantined`, each
+    with the entry's `quarantine`, so the gate counts them against its rate."""
+    quarantine = entry.quarantine
+    expired = expectations.expiry(entry)
+    if expired is not None:
+        return record.Case("failed", expired, quarantine=quarantine)
+    if not failures:
+        ranks = _ranks_missing(s)
+        if ranks:
+            return record.Case("failed", ranks, quarantine=quarantine)
+        return record.Case("passed", quarantine=quarantine)
+    first = failures[0]
+    others = [e for e in failures[1:] if e is not first]
+    others += [exc for _, exc in subs if exc is not first and _matches(entry, exc) is None]
+    if _matches(entry, first) is None:
+        why = f"{_text(first)} (quarantined: {entry.match!r} does not match)"
+        return record.Case("failed", why, quarantine=quarantine)
+    if others:
+        why = f"quarantined failure matched, then also: {_text(others[0])}"
+        return record.Case("failed", why, quarantine=quarantine)
+    return record.Case(
+        "quarantined", _quarantined(first, entry), entry.reason, quarantine=quarantine
+    )
+
+
+def _quarantined(exc: dict, entry) -> str:
+    """A quarantined failure's detail: its text, and where the flakiness is tracked."""
+    return f"{_text(exc)} (quarantined: {entry.issue})"
 
 
 def _unexpected_success(exc: dict, body) -> bool:

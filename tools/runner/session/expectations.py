@@ -1,19 +1,22 @@
-"""Declared expected outcomes: which of a target's tests skip, fail, or pass where their source
-expects a failure, and why.
+"""Declared expected outcomes: which of a target's tests skip, fail, pass where their source
+expects a failure, or are known to be flaky, and why.
 
     torch_test(name = "test_x", expectations = "test_x.expectations.toml")
 
     [[expect]]
     test = "test_x.py::SomeClass::test_name"   # a node id, or an fnmatch pattern (*, ?, [..])
-    outcome = "skip"                           # "skip", "fail" or "pass" (below)
+    outcome = "skip"                           # "skip", "fail", "pass" or "flaky" (below)
     reason = "requires cuda: the cpu target has no GPU"   # required: the measured reason
-    match = "requires cuda"                    # a skip's or fail's, required: what the outcome
-                                               # must say (below)
+    match = "requires cuda"                    # a skip's, fail's or flaky's, required: what
+                                               # the outcome must say (below)
     count = 3                                  # required for a pattern: how many tests it names
     torch = ["2.13", "2.14"]                   # optional: release keys (releases.py)
     variants = ["cpu"]                         # optional: only in these variants
     proposed = true                            # written by tools/add_test.py: refused (below)
     teardown = "RuntimeError: Cannot clear callbacks"  # optional, a fail's: its teardown error
+    issue = "https://github.com/org/repo/issues/64"    # a flaky's, required: where it is tracked
+    until = "2027-03-31"                       # a flaky's, required: a date, or a release "2.16"
+    rate = 0.05                                # a flaky's, required: its measured failure rate
 
 A declaration says what it accepts, so that it cannot also accept what it was not written for:
 - `match` is literal text, never a regular expression. A skip's `match` must occur in the
@@ -42,6 +45,14 @@ A declaration says what it accepts, so that it cannot also accept what it was no
   reason, so a gate compares it as a pass). It fails the case where the case does not pass,
   and the file is refused where the case it names expects no failure (the runner reads that
   from its inventory, tools/runner/session/inventory.py).
+- `outcome = "flaky"` quarantines a case known to fail now and then: it still runs every time,
+  and a failure its `match` accepts (required, a fail's `Type: message-prefix`: a failure of
+  another kind is not hidden) is green, recorded as `quarantined`; a pass stays `passed`. Both
+  carry the entry's `quarantine` (record.Case) so the gate counts its failures over runs
+  against `rate` (0 < rate < 1, the rate it was measured at). It takes `issue` (where it is
+  tracked) and `until`: a date YYYY-MM-DD, through which it holds, or a torch release key
+  (releases.py), before which it holds; past it every run of the case fails, with one line
+  (`expiry`). No `teardown`. One run is one observation: the rate is the gate's to judge.
 - `reason` is the author's word, shown beside the text that matched (log and JUnit property).
 - `proposed = true` marks an entry tools/add_test.py wrote from what it measured (a failure, or
   an expected failure that passed, on this torch): the file is refused, naming the entry, until
@@ -62,6 +73,7 @@ refused with one ExpectationError line naming the file, the entry and the fix: `
 """
 
 import dataclasses
+import datetime
 import fnmatch
 import re
 import tomllib
@@ -69,7 +81,9 @@ import tomllib
 from tools.runner.process import witness
 from tools.runner.session import releases, stable_text
 
-OUTCOMES = ("skip", "fail", "pass")
+OUTCOMES = ("skip", "fail", "pass", "flaky")
+# The outcomes whose match is a failure's `Type: message-prefix`.
+FAILURES = ("fail", "flaky")
 # pytest's failure of a unittest case whose expectedFailure passed: a declared pass accepts it.
 UNEXPECTED_SUCCESS = "Unexpected success"
 # JUnit user properties (item.user_properties) of a test with a declared outcome: the
@@ -86,7 +100,12 @@ _KEYS = (
     "variants",
     "proposed",
     "teardown",
+    "issue",
+    "until",
+    "rate",
 )
+_QUARANTINE_KEYS = ("issue", "until", "rate")  # a flaky's, and only a flaky's
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PATTERN = re.compile(r"[*?]")  # wildcards: a pattern (brackets alone: a parametrized id)
 # Enough text that a declaration names its failure and not any other of that type.
 MIN_LITERAL = 8
@@ -116,6 +135,9 @@ class Entry:
     variants: tuple[str, ...] | None = None
     teardown: str | None = None  # a fail's teardown error after the declared failure
     source: str = ""  # the file it is in, for messages
+    issue: str | None = None  # a flaky's: where it is tracked
+    until: str | None = None  # a flaky's: a date YYYY-MM-DD or a torch release key
+    rate: float | None = None  # a flaky's: the failure rate it was measured at
 
     def __str__(self) -> str:
         return f"[[expect]] #{self.index} (test = {self.test!r}, outcome = {self.outcome!r})"
@@ -123,7 +145,7 @@ class Entry:
     def matched(self, text: str) -> str | None:
         """The part of `text` (a skip's reason; a failure's failure_text) the entry accepts,
         folded (stable_text), or None."""
-        if self.outcome != "fail":
+        if self.outcome not in FAILURES:
             match = stable_text.fold(self.match)
             return match if match in stable_text.fold(text) else None
         return _prefix_matched(self.match, text)
@@ -140,6 +162,19 @@ class Entry:
     @property
     def property_value(self) -> str:
         return f"{self.outcome}: {self.reason}"
+
+    @property
+    def quarantine(self) -> dict | None:
+        """A flaky's entry as the record keeps it beside each outcome (record.Case)."""
+        if self.outcome != "flaky":
+            return None
+        return {
+            "entry": self.index,
+            "test": self.test,
+            "issue": self.issue,
+            "until": self.until,
+            "rate": self.rate,
+        }
 
 
 def read(path: str, variants, variant: str) -> list[Entry]:
@@ -196,6 +231,7 @@ def _entry(path: str, index: int, raw: dict, variants) -> Entry:
         )
     if raw["outcome"] not in OUTCOMES:
         raise bad(f"outcome {raw['outcome']!r} is not one of {list(OUTCOMES)}")
+    issue, until, rate = _quarantine(raw, bad)
     match = raw.get("match")
     if raw["outcome"] == "pass":
         for key in ("match", "teardown"):
@@ -211,17 +247,13 @@ def _entry(path: str, index: int, raw: dict, variants) -> Entry:
             "`Type: message-prefix`"
         )
     else:
-        _check_match(match, raw["outcome"], bad)
+        _check_match(match, "fail" if raw["outcome"] in FAILURES else raw["outcome"], bad)
     count = raw.get("count")
     if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
         raise bad(f"count must be a positive integer, got {count!r}")
     torch = _strings(raw, "torch", bad)
     for key in torch or ():
-        try:
-            well_formed = releases.release_key(releases.parse_release(key)) == key
-        except ValueError:
-            well_formed = False
-        if not well_formed:
+        if not _release_key(key):
             raise bad(f"torch release {key!r} is not a release key such as '2.13'")
     named = _strings(raw, "variants", bad)
     unknown = sorted(set(named or ()) - set(variants))
@@ -243,6 +275,75 @@ def _entry(path: str, index: int, raw: dict, variants) -> Entry:
         named,
         teardown,
         path,
+        issue,
+        until,
+        rate,
+    )
+
+
+def _quarantine(raw: dict, bad) -> tuple[str | None, str | None, float | None]:
+    """A flaky's `issue`, `until` (as text) and `rate`, refused where one is missing or
+    malformed; other outcomes take none of them."""
+    if raw["outcome"] != "flaky":
+        given = [k for k in _QUARANTINE_KEYS if k in raw]
+        if given:
+            raise bad(f"{', '.join(given)}: a flaky entry's keys; remove them, or write flaky")
+        return None, None, None
+    issue = raw.get("issue")
+    if not isinstance(issue, str) or not issue.strip():
+        raise bad("a flaky entry needs issue: a non-empty string saying where it is tracked")
+    until = raw.get("until")
+    if isinstance(until, datetime.date) and not isinstance(until, datetime.datetime):
+        until = until.isoformat()  # TOML's bare date, until = 2027-03-31
+    if not isinstance(until, str) or not _well_formed_until(until):
+        raise bad(
+            f"until {until!r} is neither a date YYYY-MM-DD nor a torch release key such as "
+            "'2.16': write when the quarantine ends"
+        )
+    rate = raw.get("rate")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < 1:
+        raise bad(
+            f"rate must be the failure rate the case was measured at, a number between 0 and 1 "
+            f"(exclusive), got {rate!r}"
+        )
+    return issue, until, float(rate)
+
+
+def _well_formed_until(until: str) -> bool:
+    if _DATE.fullmatch(until):
+        try:
+            datetime.date.fromisoformat(until)
+        except ValueError:
+            return False
+        return True
+    return _release_key(until)
+
+
+def _release_key(key: str) -> bool:
+    try:
+        return releases.release_key(releases.parse_release(key)) == key
+    except ValueError:
+        return False
+
+
+def expiry(entry: Entry, today: datetime.date | None = None) -> str | None:
+    """The one line failing a quarantine (a flaky entry) that has ended, or None while it
+    holds: through its `until` date (today's, local), or on releases before its `until`
+    release (the torch under test's)."""
+    if entry.outcome != "flaky":
+        return None
+    if _DATE.fullmatch(entry.until):
+        if (today or datetime.date.today()) <= datetime.date.fromisoformat(entry.until):
+            return None
+        when = entry.until
+    else:
+        running = releases.torch_release()
+        if running < releases.parse_release(entry.until):
+            return None
+        when = f"torch {entry.until} (this is {releases.release_key(running)})"
+    return (
+        f"quarantine of {entry.test} expired on {when} (issue {entry.issue}): fix the test or "
+        "renew the entry"
     )
 
 
@@ -339,18 +440,28 @@ def _strings(raw: dict, key: str, bad) -> tuple[str, ...] | None:
 def applicable(entries: list[Entry], variant: str) -> list[Entry]:
     """The entries that apply to `variant` and the torch under test (imported only if asked)."""
     ours = [e for e in entries if e.variants is None or variant in e.variants]
-    keyed = next((e for e in ours if e.torch), None)
+    keyed = next((e for e in ours if e.torch or _ends_with_release(e)), None)
     if keyed is None:
         return ours
     try:
         running = releases.release_key(releases.torch_release())
     except ImportError as error:  # the target has no torch (no distribution, no module)
+        if not keyed.torch:
+            raise _refused(
+                keyed,
+                f"until = {keyed.until!r} ends it with a torch release, and this target has no "
+                "torch: write a date YYYY-MM-DD",
+            ) from error
         raise _refused(
             keyed,
             f"torch = {list(keyed.torch)} applies it to torch releases, and this target has no "
             "torch: remove the torch key, or add torch to the target's deps",
         ) from error
     return [e for e in ours if e.torch is None or running in e.torch]
+
+
+def _ends_with_release(entry: Entry) -> bool:
+    return entry.until is not None and not _DATE.fullmatch(entry.until)
 
 
 def _refused(entry: Entry, why: str) -> ExpectationError:

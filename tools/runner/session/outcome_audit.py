@@ -15,10 +15,13 @@ Declared outcomes (tools.runner.session.expectations; the torch_test `expectatio
 declared skip passes only when the test skips (its reason matching `match`); a declared fail
 passes only when the test ran and failed (reported as an xfail with the declared reason); a
 declared pass only when a test that expects to fail passed (its XPASS or unittest's "Unexpected
-success" reported as a pass); a declared test that runs and passes (a skip's or fail's), a
-declared pass that did not pass, or an entry matching no test of the variant's whole collection
-(before -k and sharding, so every shard judges the same list), fails the target as stale. Each
-declared test carries the JUnit property expectations.DECLARED_PROPERTY.
+success" reported as a pass); a declared flaky (a quarantine) passes when the test passes, or
+fails as its match accepts (reported as a declared fail is), until the entry expires, after
+which the test fails the target with the entry's one line (expectations.expiry); a declared
+test that runs and passes (a skip's or fail's), a declared pass that did not pass, or an entry
+matching no test of the variant's whole collection (before -k and sharding, so every shard
+judges the same list), fails the target as stale. Each declared test carries the JUnit
+property expectations.DECLARED_PROPERTY.
 
 Not applicable (a test for hardware no variant offers, read from torch's decorators by
 tools/runner/session/upstream_decorators.py): a test the session plugin placed so (the stash
@@ -77,7 +80,8 @@ class OutcomeAudit:
         if _xfail_called_in_body(item, call):
             self.imperative_xfail.add(item.nodeid)
         entry = self.declared.get(item.nodeid)
-        if entry and entry.outcome == "fail" and call.when == "call" and report.failed:
+        accepts_failure = entry and (entry.outcome == "fail" or _quarantined(entry))
+        if accepts_failure and call.when == "call" and report.failed:
             matched = entry.matched(_failure_text(call))
             if matched is not None:
                 report.outcome = "skipped"  # pytest's (and JUnit's) form of an expected failure
@@ -159,7 +163,9 @@ class OutcomeAudit:
             # A passing subtest says nothing of its case's declaration; a case whose declared
             # failure one of its subtests raised has not passed.
             return
-        if entry.outcome == "skip":
+        if entry.outcome == "flaky":
+            self._judge_quarantine(nodeid, entry, report, xfail)
+        elif entry.outcome == "skip":
             self.stale.append(f"{nodeid}: declared skip ({entry.reason}), but it ran ({entry})")
         elif xfail == f"declared: {entry.reason}":
             self.accepted.append(
@@ -184,6 +190,20 @@ class OutcomeAudit:
         elif report.failed:
             self.stale.append(
                 f"{nodeid}: declared fail, but its failure does not match {entry.match!r} ({entry})"
+            )
+
+    def _judge_quarantine(self, nodeid, entry, report, xfail) -> None:
+        expired = expectations.expiry(entry)
+        if expired is not None:
+            self.stale.append(f"{nodeid}: {expired} ({entry})")
+        elif xfail == f"declared: {entry.reason}":
+            self.accepted.append(
+                f"{nodeid}: quarantined ({entry.reason}; issue {entry.issue}, rate {entry.rate}); "
+                f"matched {self.matched.get(nodeid)!r}"
+            )
+        elif report.failed:
+            self.stale.append(
+                f"{nodeid}: quarantined, but its failure does not match {entry.match!r} ({entry})"
             )
 
     # Verdict.
@@ -218,6 +238,11 @@ class OutcomeAudit:
                 "skip in the target's expectations file (torch_test's expectations); "
                 f"{self.ran} test(s) ran, {len(self.skipped)} skipped."
             )
+
+
+def _quarantined(entry) -> bool:
+    """A flaky entry that has not expired: it accepts the failure its match names."""
+    return entry.outcome == "flaky" and expectations.expiry(entry) is None
 
 
 def _failure_text(call) -> str:

@@ -197,7 +197,7 @@ def test_entries_for_another_variant_do_not_apply(tmp_path):
     "entry, shown",
     [
         ('test = "x"\noutcome = "skip"\n', "[[expect]] #1: reason is required"),
-        ('test = "x"\noutcome = "flaky"\nreason = "r"\n', "outcome 'flaky' is not one of"),
+        ('test = "x"\noutcome = "sometimes"\nreason = "r"\n', "outcome 'sometimes' is not one of"),
         (
             'test = "x"\noutcome = "skip"\nreason = "r"\nmatch = "needs a gpu"\n'
             'torch = ["2.13.1"]\n',
