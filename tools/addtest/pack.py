@@ -13,7 +13,7 @@ A file's cost is what add_test measured of its cpu cases, scaled to all its case
 files of the same variants and features: a pack's targets are the variants of its files. A
 file whose measured run did not end normally (pytest's INTERNALERROR) runs alone: in a pack, the
 process it ends would take the other files' cases with it. One that runs only with pytest
-arguments of its own runs alone too (add_test.runs_alone).
+arguments of its own runs alone too (stanza.runs_alone).
 """
 
 import dataclasses
@@ -39,7 +39,7 @@ class Measured:
     ran: int  # how many cases ran (the cpu variant's)
     cases: int  # how many it has, every variant's
     kind: tuple  # (variants, features) of its stanza: only files of one kind share a target
-    alone: bool = False  # it needs a target of its own whatever it costs (add_test.runs_alone)
+    alone: bool = False  # it needs a target of its own whatever it costs (stanza.runs_alone)
 
     @property
     def cost(self) -> float:

@@ -1,0 +1,238 @@
+"""add_test for a directory: writes DIR/BUILD.bazel and the expectations files of its tests.
+
+    python3 tools/add_test.py DIR [--no-run] [--jobs N]      (DIR inside this repository)
+
+Every `test_*.py` of DIR is collected and (unless --no-run) run once, as file mode does
+for one file, in the tests' environment with the GPUs hidden: one process per file, N at a time
+(default: the cores), with no Bazel command unless @pypi was never fetched. On a host with GPUs,
+the cases of each GPU variant it has the GPUs for then run, one file at a time. Then it writes:
+  - DIR/BUILD.bazel: one torch_test per file that could be collected (stanza.stanza);
+  - DIR/test_x.expectations.toml: the measured outcomes (stanza.proposals): skips with their
+    reason, failures as `fail` entries and expected failures that passed as `pass` entries,
+    both with `proposed = true`, which the runner refuses until a person removes that line.
+Each stanza and entry it writes is preceded by `# add_test: generated <digest>` (merge.py). On
+a re-run it replaces what it wrote that is unchanged since (by digest, so a
+formatter's reflow is no change), removes what it wrote for a file or an outcome that is gone,
+and keeps everything else: a stanza or entry a person edited (a confirmed entry among them) or
+wrote, saying so where the new measurement differs from it. Every change is printed.
+Exit status 1 when a file could not be collected (its stanza is not written or kept as it was).
+"""
+
+import concurrent.futures
+import dataclasses
+import os
+import pathlib
+
+from tools.addtest import deps as deps_of
+from tools.addtest import measure as measuring
+from tools.addtest import merge, pack, stanza
+from tools.addtest.environment import ROOT, tests_environment
+from tools.hardware import probe
+
+
+def test_files(directory: pathlib.Path) -> list[pathlib.Path]:
+    return sorted(p for p in directory.glob("test_*.py") if p.is_file())
+
+
+def measure(files, env, run: bool, jobs: int, gpus: int) -> dict:
+    """{file: its collection result, or the text of why it could not be had}, `jobs` at once;
+    then the cases of the GPU variants a host of `gpus` GPUs can run."""
+
+    def one(path):
+        try:
+            return measuring.collect(path, env, run)
+        except SystemExit as error:  # collect's message: the child's output
+            return str(error)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = dict(zip(files, pool.map(one, files), strict=True))
+    if run:  # a file's GPU variants after every cpu run, one file at a time: none share a GPU
+        for path, result in results.items():
+            if not isinstance(result, str):
+                measuring.measure_gpu_variants(path, env, result, gpus)
+    return results
+
+
+def helper_files(directory: pathlib.Path, results: dict) -> list[str]:
+    """Files of `directory` that its tests' collection imported and that no py_library but
+    add_test's own lists (a test file another test imports among them)."""
+    builds = deps_of.BuildFiles(ROOT)
+    found = set()
+    for path, result in results.items():
+        if isinstance(result, str):
+            continue
+        for file in result["modules"].values():
+            if not file or not os.path.isabs(file):
+                continue
+            real = pathlib.Path(os.path.realpath(file))
+            if real.parent != directory.resolve() or real == path.resolve():
+                continue
+            if builds.library_of(real) in (None, f"//{builds.package_of(real)}:{merge.HELPERS}"):
+                found.add(real.name)
+    return sorted(found)
+
+
+# ---- the command
+
+
+def _result_line(path: pathlib.Path, result: dict, proposed, ran: bool) -> str:
+    placed = result["placed"]
+    counts = {}
+    for variant, _ in placed.values():
+        counts[variant or "no variant"] = counts.get(variant or "no variant", 0) + 1
+    line = f"{path.name}: " + (" ".join(f"{v}={n}" for v, n in counts.items()) or "no cases")
+    for variant, run in measuring.measured_runs(result) if ran else []:
+        ours = [e["outcome"] for e in proposed.entries if e["variants"] == [variant]]
+        line += (
+            f"; {variant} cases measured: {len(run['skips'])} skipped, {ours.count('fail')} "
+            f"failed (proposed), {len(stanza.expected_failures(run))} failed as expected, "
+            f"{ours.count('pass')} passed against their expectation (proposed)"
+        )
+    return line
+
+
+@dataclasses.dataclass
+class Measured:
+    """One collected file: what its target or pack is written from."""
+
+    path: pathlib.Path
+    result: dict
+    entries: list[dict]  # the proposed expectations entries of the cases measured here
+    deps: list[str]
+
+
+def _owned_groups(directory: pathlib.Path, build_text: str | None, files) -> dict:
+    """{stanza key: [its files]} of the torch_test stanzas a person owns: edited or written by
+    hand, or whose expectations file holds an entry a person edited or wrote (a confirmed
+    proposal). add_test keeps how those files are arranged."""
+    owned = {}
+    for _, _, block in merge.read_build(build_text)[1] if build_text else []:
+        args = block.value
+        members = args.get("srcs") if isinstance(args.get("srcs"), list) else [block.key]
+        members = [m for m in members if isinstance(m, str) and m in files]
+        if block.key is None or not members:
+            continue
+        toml = directory / str(args.get("expectations", ""))
+        mine = toml.is_file() and any(
+            not b.generated for b in merge.read_entries(toml.read_text())[1]
+        )
+        if not block.generated or mine:
+            owned[block.key] = members
+    return owned
+
+
+def _arrange(measured: dict[str, Measured], owned: dict[str, list[str]]) -> dict[str, list]:
+    """{stanza key: [its files]}: pack.plan, the owned groups kept."""
+    files = []
+    for name, m in measured.items():
+        placed = m.result["placed"]
+        ran = sum(1 for p in placed.values() if p[0] == "cpu")
+        kind = tuple(sorted({(p[0] or "", tuple(p[1])) for p in placed.values()}))
+        seconds = m.result.get("seconds", 0.0)
+        alone = stanza.runs_alone(m.result)
+        files.append(pack.Measured(name, seconds, ran, len(placed), kind, alone))
+    keys = {tuple(group): key for key, group in owned.items()}
+    out = {}
+    for group in pack.plan(files, list(owned.values())):
+        if tuple(group) in keys:
+            out[keys[tuple(group)]] = group
+        elif len(group) == 1:
+            out[group[0]] = group
+        else:
+            out[pack.pack_name(group)] = group
+    return out
+
+
+def _write_entries(toml: pathlib.Path, entries: list[dict]) -> list[str]:
+    old = toml.read_text() if toml.is_file() else None
+    new, said = merge.merge_entries(old, entries, toml.name)
+    if new is None and old is not None:
+        toml.unlink()
+    elif new is not None and new != old:
+        toml.write_text(new)
+    return said
+
+
+def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[str], int]:
+    """Writes DIR's files from the measured `results`; what it says, and the exit status."""
+    said, status, stanzas, measured = [], 0, {}, {}
+    build = directory / "BUILD.bazel"
+    old = build.read_text() if build.is_file() else None
+    # Written first: the tests' deps name it (deps.py reads the BUILD file).
+    with_helpers, changes = merge.merge_helpers(old, helper_files(directory, results))
+    if with_helpers != (old or ""):
+        build.write_text(with_helpers)
+    said += changes
+    for path, result in results.items():
+        if isinstance(result, str) or result["errors"]:
+            status = 1
+            why = result if isinstance(result, str) else result["errors"][0]
+            said.append(f"{path.name}: CANNOT BE COLLECTED ON THIS HOST: its stanza is not written")
+            said += ["    " + line for line in why.splitlines()[-8:]]
+            stanzas[path.name] = None
+            continue
+        if not result["placed"]:  # a module other tests import, named like a test
+            said.append(f"{path.name}: NO TEST CASES: pytest collects nothing, no stanza written")
+            continue
+        proposed = stanza.proposals(path, result) if ran else stanza.Proposals([], [])
+        said.append(_result_line(path, result, proposed, ran))
+        if ran:
+            said += [f"    {note}" for note in stanza.crash_notes(result)]
+        said += [f"    {note}" for note in proposed.notes]
+        lost = stanza.uncollected_classes(path.read_text(), result["placed"])
+        if lost:
+            said.append("    DEFINES TESTS NOTHING COLLECTS: " + ", ".join(lost))
+        deps = deps_of.labels_for(result, path, ROOT, env.manifest)
+        said += [f"    deps: {note}" for note in deps.notes]
+        measured[path.name] = Measured(path, result, proposed.entries, deps.labels)
+    old_tomls = {
+        b.value.get("expectations")
+        for _, _, b in (merge.read_build(old)[1] if old else [])
+        if b.generated and isinstance(b.value.get("expectations"), str)
+    }
+    arranged = _arrange(measured, _owned_groups(directory, old, measured))
+    written = set()
+    for key, group in arranged.items():
+        members = [measured[name] for name in group]
+        packed = len(group) > 1 or key != group[0]
+        stem = key if packed else members[0].path.stem
+        toml = directory / f"{stem}.expectations.toml"
+        if ran:
+            said += _write_entries(toml, [e for m in members for e in m.entries])
+        written.add(toml.name)
+        placed = {n: p for m in members for n, p in m.result["placed"].items()}
+        deps = sorted({d for m in members for d in m.deps}, key=lambda d: (d.startswith("@"), d))
+        args = stanza.stanza_args(members[0].result) if not packed else None
+        stanzas[key] = stanza.stanza(
+            directory / f"{stem}.py", placed, deps, toml.is_file(), group if packed else None, args
+        )
+        if packed:
+            said.append(f"{key}: packs {', '.join(group)}")
+    for name in sorted(old_tomls - written):  # a target no longer written: its generated entries
+        if ran:
+            said += _write_entries(directory / name, [])
+    new, changes = merge.merge_build(with_helpers, stanzas)
+    said += changes
+    if new != old:
+        build.write_text(new)
+    return said, status
+
+
+def main(directory: pathlib.Path, run: bool, jobs: int) -> int:
+    """Measures DIR's test files (unless not `run`: collects only), `jobs` at a time, writes
+    its files, prints what changed; the exit status."""
+    directory = directory.resolve()
+    if ROOT not in directory.parents:
+        raise SystemExit(f"{directory} is not a directory of this repository ({ROOT})")
+    files = test_files(directory)
+    if not files:
+        raise SystemExit(f"{directory}: no test_*.py files")
+    env = tests_environment()
+    gpus = probe.visible_gpu_count()
+    print(
+        f"# {directory}: {len(files)} files, {jobs} at a time, with {env.described}, GPUs hidden"
+        f"; then the GPU variants {gpus} GPU(s) can run, a file at a time"
+    )
+    said, status = write(directory, measure(files, env, run, jobs, gpus), env, run)
+    print("\n".join(said))
+    return status
