@@ -4,8 +4,9 @@
     python3 tools/add_test.py DIR [--no-run] [--jobs N]        (writes DIR's files: below)
 
 For a directory, tools/addtest/directory_mode.py writes DIR/BUILD.bazel and the expectations
-files of every test_*.py in it, measuring the files in parallel, and on a re-run updates what
-changed. The modules are the package tools/addtest/ (its __init__ says which does what).
+files of every test_*.py in it, and of each sub-folder's (a package each), measuring the files
+in parallel, and on a re-run updates what changed. The modules are the package tools/addtest/
+(its __init__ says which does what).
 
 Collects the file the way its targets will, in the tests' own environment: @pypi's, which
 `tools/bazel` fetches (the pinned lock, or the host interpreter when TORCH_TEST_PYTHON is set),

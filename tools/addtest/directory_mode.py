@@ -1,8 +1,10 @@
-"""add_test for a directory: writes DIR/BUILD.bazel and the expectations files of its tests.
+"""add_test for a directory tree: writes a BUILD.bazel and the expectations files of the tests
+of DIR and of each of its sub-folders that holds a test_*.py (each such folder is a Bazel
+package of its own); the folders it skips, and why, are said (hidden ones, links, caches).
 
     python3 tools/add_test.py DIR [--no-run] [--jobs N]      (DIR inside this repository)
 
-Every `test_*.py` of DIR is collected and (unless --no-run) run once, as file mode does
+Every `test_*.py` of the tree is collected and (unless --no-run) run once, as file mode does
 for one file, in the tests' environment with the GPUs hidden: one process per file, N at a time
 (default: the cores), with no Bazel command unless @pypi was never fetched. On a host with GPUs,
 the cases of each GPU variant it has the GPUs for then run, one file at a time. Then it writes:
@@ -218,21 +220,78 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
     return said, status
 
 
+# ---- a tree: each directory holding test files is a Bazel package of its own (a BUILD file)
+
+# Directories a walk does not enter, by name, and why.
+_NOT_ENTERED = {"__pycache__": "Python's bytecode cache"}
+# A directory holding one of these is another Bazel workspace: not this one's package.
+_WORKSPACE_FILES = ("WORKSPACE", "WORKSPACE.bazel", "MODULE.bazel")
+
+
+def packages(top: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:
+    """The directories of `top`'s tree (itself included) that get a BUILD file, parents first:
+    those holding a test_*.py; and, for every directory that gets none, why."""
+    found, skipped = [], []
+
+    def shown(directory):
+        return f"{directory.relative_to(top.parent).as_posix()}/"
+
+    def walk(directory):
+        if test_files(directory):
+            found.append(directory)
+        else:
+            skipped.append(f"{shown(directory)}: no test_*.py files, no BUILD file written")
+        for child in sorted(p for p in directory.iterdir() if p.is_dir()):
+            if child.is_symlink():
+                why = "a link to a directory (not followed)"
+            elif child.name.startswith("."):
+                why = "hidden"
+            elif child.name in _NOT_ENTERED:
+                why = _NOT_ENTERED[child.name]
+            elif any((child / name).is_file() for name in _WORKSPACE_FILES):
+                why = "another Bazel workspace"
+            else:
+                walk(child)
+                continue
+            skipped.append(f"{shown(child)}: not entered: {why}")
+
+    walk(top)
+    return found, skipped
+
+
+def run_tree(top: pathlib.Path, env, run: bool, jobs: int, gpus: int, say, measure=measure):
+    """Measures the test files of `top`'s tree and writes each package's files, saying what it
+    does with `say` (a line at a time); the exit status. `measure`: as measure() above."""
+    directories, skipped = packages(top)
+    if not directories:
+        raise SystemExit(
+            "\n".join([f"{top}: no test_*.py files in it or its sub-folders"] + skipped)
+        )
+    files = {directory: test_files(directory) for directory in directories}
+    count = sum(len(f) for f in files.values())
+    say(
+        f"# {top}: {count} files in {len(directories)} package(s), {jobs} at a time, with "
+        f"{env.described}, GPUs hidden; then the GPU variants {gpus} GPU(s) can run, a file at "
+        "a time"
+    )
+    for line in skipped:
+        say(f"# skipped {line}")
+    results = measure([f for d in directories for f in files[d]], env, run, jobs, gpus)
+    status = 0
+    for directory in directories:
+        say(f"## {directory.relative_to(top.parent).as_posix()}/BUILD.bazel")
+        said, written = write(directory, {f: results[f] for f in files[directory]}, env, run)
+        for line in said:
+            say(line)
+        status = max(status, written)
+    return status
+
+
 def main(directory: pathlib.Path, run: bool, jobs: int) -> int:
-    """Measures DIR's test files (unless not `run`: collects only), `jobs` at a time, writes
-    its files, prints what changed; the exit status."""
+    """Measures the test files of DIR's tree (unless not `run`: collects only), `jobs` at a
+    time, writes each package's files, prints what it did; the exit status."""
     directory = directory.resolve()
     if ROOT not in directory.parents:
         raise SystemExit(f"{directory} is not a directory of this repository ({ROOT})")
-    files = test_files(directory)
-    if not files:
-        raise SystemExit(f"{directory}: no test_*.py files")
     env = tests_environment()
-    gpus = probe.visible_gpu_count()
-    print(
-        f"# {directory}: {len(files)} files, {jobs} at a time, with {env.described}, GPUs hidden"
-        f"; then the GPU variants {gpus} GPU(s) can run, a file at a time"
-    )
-    said, status = write(directory, measure(files, env, run, jobs, gpus), env, run)
-    print("\n".join(said))
-    return status
+    return run_tree(directory, env, run, jobs, probe.visible_gpu_count(), say=print)
