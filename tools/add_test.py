@@ -1,12 +1,13 @@
 """Prints the torch_test stanza for a test file, and what it measured to get there.
 
     python3 tools/add_test.py path/to/test_x.py [--no-run]     (from any directory)
-    python3 tools/add_test.py DIR [--no-run] [--jobs N]        (writes DIR's files: below)
+    python3 tools/add_test.py DIR [--no-run] [--jobs N] [--remeasure]     (writes DIR's files)
 
 For a directory, tools/addtest/directory_mode.py writes DIR/BUILD.bazel and the expectations
 files of every test_*.py in it, and of each sub-folder's (a package each), measuring the files
-in parallel, and on a re-run updates what changed. The modules are the package tools/addtest/
-(its __init__ says which does what).
+in parallel; a re-run measures again only the files whose content changed since
+(tools/addtest/record.py; --remeasure: every file) and updates only what changed. The modules
+are the package tools/addtest/ (its __init__ says which does what).
 
 Collects the file the way its targets will, in the tests' own environment: @pypi's, which
 `tools/bazel` fetches (the pinned lock, or the host interpreter when TORCH_TEST_PYTHON is set),
@@ -47,13 +48,13 @@ def main(argv: list[str]) -> int:
         jobs = int(args[at + 1])
         del args[at : at + 2]
     names = [a for a in args if not a.startswith("--")]
-    if len(names) != 1 or set(args) - {*names, "--no-run"}:
+    if len(names) != 1 or set(args) - {*names, "--no-run", "--remeasure"}:
         raise SystemExit(__doc__)
     path = pathlib.Path(names[0])
     run = "--no-run" not in args
     if path.is_dir():
-        return directory_mode.main(path, run, jobs)
-    if "--jobs" in argv:
+        return directory_mode.main(path, run, jobs, remeasure="--remeasure" in args)
+    if "--jobs" in argv or "--remeasure" in args:
         raise SystemExit(__doc__)
     return file_mode.main(path.resolve(), run)
 

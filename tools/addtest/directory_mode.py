@@ -16,18 +16,20 @@ Each stanza and entry it writes is preceded by `# add_test: generated <digest>` 
 a re-run it replaces what it wrote that is unchanged since (by digest, so a
 formatter's reflow is no change), removes what it wrote for a file or an outcome that is gone,
 and keeps everything else: a stanza or entry a person edited (a confirmed entry among them) or
-wrote, saying so where the new measurement differs from it. Every change is printed.
+wrote, saying so where the new measurement differs from it. Every change is printed. A re-run
+measures again only the files whose content changed since the last (record.py keeps what was
+measured beside the BUILD file; --remeasure measures all), and keeps a target's files together
+while their cost moved by no more than pack.keeps allows.
 Exit status 1 when a file could not be collected (its stanza is not written or kept as it was).
 """
 
 import concurrent.futures
-import dataclasses
 import os
 import pathlib
 
 from tools.addtest import deps as deps_of
 from tools.addtest import measure as measuring
-from tools.addtest import merge, pack, stanza
+from tools.addtest import merge, pack, record, stanza
 from tools.addtest.environment import ROOT, tests_environment
 from tools.hardware import probe
 
@@ -55,34 +57,49 @@ def measure(files, env, run: bool, jobs: int, gpus: int) -> dict:
     return results
 
 
-def helper_files(directory: pathlib.Path, results: dict) -> list[str]:
-    """Files of `directory` that its tests' collection imported and that no py_library but
-    add_test's own lists (a test file another test imports among them)."""
-    builds = deps_of.BuildFiles(ROOT)
+def imported_beside(directory: pathlib.Path, path: pathlib.Path, result: dict) -> list[str]:
+    """The modules of `directory` (not `path` itself) that collecting `path` imported."""
     found = set()
-    for path, result in results.items():
-        if isinstance(result, str):
+    for file in result["modules"].values():
+        if not file or not os.path.isabs(file):
             continue
-        for file in result["modules"].values():
-            if not file or not os.path.isabs(file):
-                continue
-            real = pathlib.Path(os.path.realpath(file))
-            if real.parent != directory.resolve() or real == path.resolve():
-                continue
-            if builds.library_of(real) in (None, f"//{builds.package_of(real)}:{merge.HELPERS}"):
-                found.add(real.name)
+        real = pathlib.Path(os.path.realpath(file))
+        if real.parent == directory.resolve() and real != path.resolve():
+            found.add(real.name)
     return sorted(found)
+
+
+def helpers(directory: pathlib.Path, imported) -> list[str]:
+    """Of the `imported` files of `directory`, those no py_library but add_test's own lists
+    (a test file another test imports among them)."""
+    builds = deps_of.BuildFiles(ROOT)
+    own = f"//{builds.package_of(directory / 'x.py')}:{merge.HELPERS}"
+    return sorted(n for n in set(imported) if builds.library_of(directory / n) in (None, own))
+
+
+def helper_files(directory: pathlib.Path, results: dict) -> list[str]:
+    """helpers() of what the collections of `results` imported from `directory`."""
+    imported = [
+        name
+        for path, result in results.items()
+        if not isinstance(result, str)
+        for name in imported_beside(directory, path, result)
+    ]
+    return helpers(directory, imported)
 
 
 # ---- the command
 
 
-def _result_line(path: pathlib.Path, result: dict, proposed, ran: bool) -> str:
-    placed = result["placed"]
+def _counts(placed: dict) -> str:
     counts = {}
     for variant, _ in placed.values():
         counts[variant or "no variant"] = counts.get(variant or "no variant", 0) + 1
-    line = f"{path.name}: " + (" ".join(f"{v}={n}" for v, n in counts.items()) or "no cases")
+    return " ".join(f"{v}={n}" for v, n in counts.items()) or "no cases"
+
+
+def _result_line(path: pathlib.Path, result: dict, proposed, ran: bool) -> str:
+    line = f"{path.name}: {_counts(result['placed'])}"
     for variant, run in measuring.measured_runs(result) if ran else []:
         ours = [e["outcome"] for e in proposed.entries if e["variants"] == [variant]]
         line += (
@@ -93,14 +110,13 @@ def _result_line(path: pathlib.Path, result: dict, proposed, ran: bool) -> str:
     return line
 
 
-@dataclasses.dataclass
-class Measured:
-    """One collected file: what its target or pack is written from."""
-
-    path: pathlib.Path
-    result: dict
-    entries: list[dict]  # the proposed expectations entries of the cases measured here
-    deps: list[str]
+def _case_lines(before: record.Measured | None, now: record.Measured) -> list[str]:
+    """A line for each case new since the last run, and for each one gone."""
+    if before is None:
+        return []
+    new = [f"    new case: {c} ({now.placed[c][0]})" for c in now.placed if c not in before.placed]
+    gone = [f"    case gone: {c}" for c in before.placed if c not in now.placed]
+    return new + gone
 
 
 def _owned_groups(directory: pathlib.Path, build_text: str | None, files) -> dict:
@@ -108,34 +124,46 @@ def _owned_groups(directory: pathlib.Path, build_text: str | None, files) -> dic
     hand, or whose expectations file holds an entry a person edited or wrote (a confirmed
     proposal). add_test keeps how those files are arranged."""
     owned = {}
-    for _, _, block in merge.read_build(build_text)[1] if build_text else []:
+    for key, members, block in _groups(build_text, files):
         args = block.value
-        members = args.get("srcs") if isinstance(args.get("srcs"), list) else [block.key]
-        members = [m for m in members if isinstance(m, str) and m in files]
-        if block.key is None or not members:
-            continue
         toml = directory / str(args.get("expectations", ""))
         mine = toml.is_file() and any(
             not b.generated for b in merge.read_entries(toml.read_text())[1]
         )
         if not block.generated or mine:
-            owned[block.key] = members
+            owned[key] = members
     return owned
 
 
-def _arrange(measured: dict[str, Measured], owned: dict[str, list[str]]) -> dict[str, list]:
-    """{stanza key: [its files]}: pack.plan, the owned groups kept."""
-    files = []
-    for name, m in measured.items():
-        placed = m.result["placed"]
-        ran = sum(1 for p in placed.values() if p[0] == "cpu")
-        kind = tuple(sorted({(p[0] or "", tuple(p[1])) for p in placed.values()}))
-        seconds = m.result.get("seconds", 0.0)
-        alone = stanza.runs_alone(m.result)
-        files.append(pack.Measured(name, seconds, ran, len(placed), kind, alone))
-    keys = {tuple(group): key for key, group in owned.items()}
+def _groups(build_text: str | None, files):
+    """(stanza key, [its files among `files`], block) of the BUILD file's torch_test stanzas."""
+    for _, _, block in merge.read_build(build_text)[1] if build_text else []:
+        args = block.value
+        members = args.get("srcs") if isinstance(args.get("srcs"), list) else [block.key]
+        members = [m for m in members if isinstance(m, str) and m in files]
+        if block.key is not None and members:
+            yield block.key, members, block
+
+
+def _kept_groups(build_text, measured: dict, before: dict) -> dict:
+    """{stanza key: [its files]} of the stanzas add_test wrote whose files a re-run keeps as
+    they are (pack.keeps: the same files, their cost moved by no more than the margin)."""
+    kept = {}
+    for key, members, block in _groups(build_text, measured):
+        if block.generated and all(m in before for m in members):
+            if pack.keeps(
+                [before[m].costed() for m in members], [measured[m].costed() for m in members]
+            ):
+                kept[key] = members
+    return kept
+
+
+def _arrange(measured: dict, fixed: dict[str, list[str]]) -> dict[str, list]:
+    """{stanza key: [its files]}: pack.plan, the `fixed` groups kept."""
+    keys = {tuple(group): key for key, group in fixed.items()}
     out = {}
-    for group in pack.plan(files, list(owned.values())):
+    costed = [m.costed() for m in measured.values()]
+    for group in pack.plan(costed, list(fixed.values())):
         if tuple(group) in keys:
             out[keys[tuple(group)]] = group
         elif len(group) == 1:
@@ -145,9 +173,9 @@ def _arrange(measured: dict[str, Measured], owned: dict[str, list[str]]) -> dict
     return out
 
 
-def _write_entries(toml: pathlib.Path, entries: list[dict]) -> list[str]:
+def _write_entries(toml: pathlib.Path, entries: list[dict], **how) -> list[str]:
     old = toml.read_text() if toml.is_file() else None
-    new, said = merge.merge_entries(old, entries, toml.name)
+    new, said = merge.merge_entries(old, entries, toml.name, **how)
     if new is None and old is not None:
         toml.unlink()
     elif new is not None and new != old:
@@ -155,13 +183,58 @@ def _write_entries(toml: pathlib.Path, entries: list[dict]) -> list[str]:
     return said
 
 
+def _reusable(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[dict, dict]:
+    """The record's files (as last measured), and those of them not measured now whose
+    content is as recorded, in an environment as recorded: written from the record."""
+    environment, before = record.read(directory)
+    if not ran:
+        return before, {}
+    if environment != record.environment_key(env.manifest):
+        return before, {}
+    now = {p.name for p in results}
+    reuse = {
+        name: m
+        for name, m in before.items()
+        if name not in now
+        and (directory / name).is_file()
+        and record.content_hash(directory / name) == m.sha256
+    }
+    return before, reuse
+
+
+def _measured(path: pathlib.Path, result: dict, entries: list[dict], deps: list[str]):
+    """The record.Measured of a file measured now."""
+    directory = path.parent
+    return record.Measured(
+        name=path.name,
+        sha256=record.content_hash(path),
+        placed={stanza.local_name(path, n): p for n, p in result["placed"].items()},
+        seconds=result.get("seconds", 0.0),
+        variants=[v for v, _ in measuring.measured_runs(result)],
+        alone=stanza.runs_alone(result),
+        args=stanza.stanza_args(result),
+        entries=entries,
+        deps=deps,
+        beside=imported_beside(directory, path, result),
+    )
+
+
 def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[str], int]:
-    """Writes DIR's files from the measured `results`; what it says, and the exit status."""
-    said, status, stanzas, measured = [], 0, {}, {}
+    """Writes DIR's files from the measured `results`, and from the record for every file not
+    measured now whose content is as recorded; what it says, and the exit status."""
+    said, status, stanzas, measured, no_cases = [], 0, {}, {}, {}
     build = directory / "BUILD.bazel"
     old = build.read_text() if build.is_file() else None
+    before, reuse = _reusable(directory, results, env, ran)
     # Written first: the tests' deps name it (deps.py reads the BUILD file).
-    with_helpers, changes = merge.merge_helpers(old, helper_files(directory, results))
+    imported = [n for m in reuse.values() for n in m.beside]
+    imported += [
+        n
+        for p, r in results.items()
+        if not isinstance(r, str)
+        for n in imported_beside(directory, p, r)
+    ]
+    with_helpers, changes = merge.merge_helpers(old, helpers(directory, imported))
     if with_helpers != (old or ""):
         build.write_text(with_helpers)
     said += changes
@@ -175,6 +248,7 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
             continue
         if not result["placed"]:  # a module other tests import, named like a test
             said.append(f"{path.name}: NO TEST CASES: pytest collects nothing, no stanza written")
+            no_cases[path.name] = _measured(path, result, [], [])
             continue
         proposed = stanza.proposals(path, result) if ran else stanza.Proposals([], [])
         said.append(_result_line(path, result, proposed, ran))
@@ -186,37 +260,56 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
             said.append("    DEFINES TESTS NOTHING COLLECTS: " + ", ".join(lost))
         deps = deps_of.labels_for(result, path, ROOT, env.manifest)
         said += [f"    deps: {note}" for note in deps.notes]
-        measured[path.name] = Measured(path, result, proposed.entries, deps.labels)
+        measured[path.name] = _measured(path, result, proposed.entries, deps.labels)
+        said += _case_lines(before.get(path.name), measured[path.name])
+    for name, m in sorted(reuse.items()):
+        said.append(
+            f"{name}: unchanged since the last run, not measured again: {_counts(m.placed)}"
+        )
+        (measured if m.placed else no_cases)[name] = m
+    measured = dict(sorted(measured.items()))
     old_tomls = {
         b.value.get("expectations")
         for _, _, b in (merge.read_build(old)[1] if old else [])
         if b.generated and isinstance(b.value.get("expectations"), str)
     }
-    arranged = _arrange(measured, _owned_groups(directory, old, measured))
+    fixed = _kept_groups(old, measured, before) | _owned_groups(directory, old, measured)
+    arranged = _arrange(measured, fixed)
+    where = {name: f"is in {key}'s stanza now" for key, g in arranged.items() for name in g}
+    where |= {name: "collects no case now" for name in no_cases}
+    where |= {
+        p.name: "could not be collected"
+        for p, r in results.items()
+        if stanzas.get(p.name, 0) is None
+    }
     written = set()
     for key, group in arranged.items():
         members = [measured[name] for name in group]
         packed = len(group) > 1 or key != group[0]
-        stem = key if packed else members[0].path.stem
+        stem = key if packed else pathlib.Path(group[0]).stem
         toml = directory / f"{stem}.expectations.toml"
         if ran:
-            said += _write_entries(toml, [e for m in members for e in m.entries])
+            recorded = frozenset(e["test"] for m in members if not m.fresh for e in m.entries)
+            entries = [e for m in members for e in m.entries]
+            said += _write_entries(toml, entries, recorded=recorded)
         written.add(toml.name)
-        placed = {n: p for m in members for n, p in m.result["placed"].items()}
+        placed = {n: p for m in members for n, p in m.placed.items()}
         deps = sorted({d for m in members for d in m.deps}, key=lambda d: (d.startswith("@"), d))
-        args = stanza.stanza_args(members[0].result) if not packed else None
+        args = members[0].args if not packed else None
         stanzas[key] = stanza.stanza(
             directory / f"{stem}.py", placed, deps, toml.is_file(), group if packed else None, args
         )
-        if packed:
+        if packed and any(m.fresh for m in members):
             said.append(f"{key}: packs {', '.join(group)}")
     for name in sorted(old_tomls - written):  # a target no longer written: its generated entries
         if ran:
-            said += _write_entries(directory / name, [])
-    new, changes = merge.merge_build(with_helpers, stanzas)
+            said += _write_entries(directory / name, [], moved=where)
+    new, changes = merge.merge_build(with_helpers, stanzas, where)
     said += changes
     if new != old:
         build.write_text(new)
+    if ran and record.write(directory, record.environment_key(env.manifest), measured | no_cases):
+        said.append(f"{record.RECORD}: written (what was measured, by each file's content)")
     return said, status
 
 
@@ -259,18 +352,51 @@ def packages(top: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:
     return found, skipped
 
 
-def run_tree(top: pathlib.Path, env, run: bool, jobs: int, gpus: int, say, measure=measure):
+def to_measure(directory: pathlib.Path, env, gpus: int, remeasure: bool) -> list[pathlib.Path]:
+    """The test files of `directory` a run measures: all of them where `remeasure` asks it or
+    the record is of another environment; else those the record lacks, whose content changed
+    since, or that have cases of a GPU variant this host can run and the record did not."""
+    files = test_files(directory)
+    environment, before = record.read(directory)
+    if remeasure or environment != record.environment_key(env.manifest):
+        return files
+    return [
+        f
+        for f in files
+        if f.name not in before
+        or before[f.name].sha256 != record.content_hash(f)
+        or set(measuring.gpu_variants_here(before[f.name].placed, gpus))
+        - set(before[f.name].variants)
+    ]
+
+
+def run_tree(
+    top: pathlib.Path,
+    env,
+    run: bool,
+    jobs: int,
+    gpus: int,
+    say,
+    measure=measure,
+    remeasure: bool = False,
+):
     """Measures the test files of `top`'s tree and writes each package's files, saying what it
-    does with `say` (a line at a time); the exit status. `measure`: as measure() above."""
+    does with `say` (a line at a time); the exit status. `measure`: as measure() above. With
+    `run`, only the files to_measure() names are measured (all: `remeasure`)."""
     directories, skipped = packages(top)
     if not directories:
         raise SystemExit(
             "\n".join([f"{top}: no test_*.py files in it or its sub-folders"] + skipped)
         )
-    files = {directory: test_files(directory) for directory in directories}
+    if run:
+        files = {d: to_measure(d, env, gpus, remeasure) for d in directories}
+    else:  # collected only: nothing of the record is used
+        files = {d: test_files(d) for d in directories}
     count = sum(len(f) for f in files.values())
+    unchanged = sum(len(test_files(d)) for d in directories) - count
     say(
-        f"# {top}: {count} files in {len(directories)} package(s), {jobs} at a time, with "
+        f"# {top}: {count} files to measure in {len(directories)} package(s) ({unchanged} "
+        f"unchanged since the last run), {jobs} at a time, with "
         f"{env.described}, GPUs hidden; then the GPU variants {gpus} GPU(s) can run, a file at "
         "a time"
     )
@@ -287,11 +413,12 @@ def run_tree(top: pathlib.Path, env, run: bool, jobs: int, gpus: int, say, measu
     return status
 
 
-def main(directory: pathlib.Path, run: bool, jobs: int) -> int:
+def main(directory: pathlib.Path, run: bool, jobs: int, remeasure: bool = False) -> int:
     """Measures the test files of DIR's tree (unless not `run`: collects only), `jobs` at a
     time, writes each package's files, prints what it did; the exit status."""
     directory = directory.resolve()
     if ROOT not in directory.parents:
         raise SystemExit(f"{directory} is not a directory of this repository ({ROOT})")
     env = tests_environment()
-    return run_tree(directory, env, run, jobs, probe.visible_gpu_count(), say=print)
+    gpus = probe.visible_gpu_count()
+    return run_tree(directory, env, run, jobs, gpus, say=print, remeasure=remeasure)

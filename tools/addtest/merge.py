@@ -91,8 +91,17 @@ def _differs(kept, measured: dict) -> bool:
     return any(kept.get(k) != measured.get(k) for k in ("outcome", "match"))  # a pass: no match
 
 
-def merge_entries(text: str | None, measured: list[dict], name: str):
-    """The expectations file's new text (None: no entry left) and what changed, in words."""
+def merge_entries(
+    text: str | None,
+    measured: list[dict],
+    name: str,
+    moved: dict[str, str] | None = None,
+    recorded: frozenset[str] = frozenset(),
+):
+    """The expectations file's new text (None: no entry left) and what changed, in words.
+    `moved`: {file name: where its cases' entries are written now} of files whose target is
+    another now. `recorded`: tests whose measured entry is the record's (not measured now)."""
+    moved = moved or {}
     preamble, blocks = read_entries(text or "")
     said, out = [], []
     wanted = {e["test"]: e for e in measured}
@@ -100,10 +109,14 @@ def merge_entries(text: str | None, measured: list[dict], name: str):
         if block.generated:
             new = wanted.pop(block.key, None)
             if new is None:
-                said.append(f"{name}: removed the entry for {block.key}: not measured any more")
+                file = str(block.key).partition("::")[0]
+                why = f"{file} {moved[file]}" if file in moved else "not measured any more"
+                said.append(f"{name}: removed the entry for {block.key}: {why}")
                 continue
-            if digest(new) != block.recorded:
-                said.append(f"{name}: updated the entry for {block.key}")
+            if digest(new) == block.recorded:
+                out.append(block)  # as written (its keys in any order)
+                continue
+            said.append(f"{name}: updated the entry for {block.key}")
             out.append(entry_block(new))
             continue
         out.append(block)  # a person's: edited, confirmed or written by hand
@@ -112,8 +125,9 @@ def merge_entries(text: str | None, measured: list[dict], name: str):
             new = wanted.pop(test)
             if _differs(block.value, new):
                 match = f", match = {new['match']!r}" if "match" in new else ""
+                when = "as last measured" if test in recorded else "measured now"
                 said.append(
-                    f"{name}: kept the entry for {block.key} as {whose}; measured now: "
+                    f"{name}: kept the entry for {block.key} as {whose}; {when}: "
                     f"{new['outcome']}{match}"
                 )
     for entry in wanted.values():
@@ -177,9 +191,14 @@ def stanza_block(text: str) -> Block:
     return Block([MARKER + value + "\n", text + "\n"], _src_of(arguments), arguments, value)
 
 
-def merge_build(text: str | None, stanzas: dict[str, str | None]):
-    """The BUILD file's new text and what changed. `stanzas`: {file name: its stanza, or None
-    where the file could not be measured (what is there is kept)}."""
+def merge_build(
+    text: str | None, stanzas: dict[str, str | None], where: dict[str, str] | None = None
+):
+    """The BUILD file's new text and what changed. `stanzas`: {stanza key (a file's name, or a
+    pack's): its stanza, or None where the file could not be measured (what is there is
+    kept)}. `where`: {file name: what became of it} ("is in test_b.py's stanza now"), said of
+    each file of a stanza removed; a file it does not name is gone."""
+    where = where or {}
     if not text:
         text = _LOAD + "\n" + _SUITES + "\n"
     lines, found = read_build(text)
@@ -190,8 +209,10 @@ def merge_build(text: str | None, stanzas: dict[str, str | None]):
         if block.key not in stanzas:
             if block.generated:
                 replaced[head] = (end, [])
-                moved = any(f'"{block.key}"' in s for s in stanzas.values() if s)
-                why = "its files are arranged otherwise now" if moved else "the file is gone"
+                srcs = block.value.get("srcs")
+                files = srcs if isinstance(srcs, list) else [block.key]
+                fates = [f"{f} {where.get(f, 'is gone')}" for f in files]
+                why = "the file is gone" if fates == [f"{block.key} is gone"] else ", ".join(fates)
                 said.append(f"BUILD.bazel: removed {block.key}'s stanza: {why}")
             continue
         if new is None:

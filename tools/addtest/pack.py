@@ -21,8 +21,10 @@ import dataclasses
 # The rule's numbers, in one place. overhead_s: one more target's CPU seconds with torch (the
 # runner with one case: bench/results/scale_2026-11-26_cpu.md), Bazel's action included.
 # alone_factor: a file costing at least this many overheads runs alone (its overhead then at
-# most a quarter of it); a pack is filled up to the same cost.
-PACKING = {"overhead_s": 4.0, "alone_factor": 4}
+# most a quarter of it); a pack is filled up to the same cost. keep_within: a re-run keeps a
+# target's files together while their measured cost moved by at most this part of what it was
+# (a measurement's noise re-arranges no target; keeps()).
+PACKING = {"overhead_s": 4.0, "alone_factor": 4, "keep_within": 0.5}
 
 
 def alone_at() -> float:
@@ -69,6 +71,18 @@ def plan(files: list[Measured], fixed: list[list[str]] = ()) -> list[list[str]]:
             packs.append(([f.name], f.cost))
     groups += [names for packs in open_packs.values() for names, _ in packs]
     return sorted(groups, key=lambda g: g[0])
+
+
+def keeps(before: list[Measured], now: list[Measured]) -> bool:
+    """Whether a re-run keeps a target's files as they were: the same files, still of one
+    kind, none of a pack now needing a target of its own, and their cost moved by at most
+    PACKING["keep_within"] of what it was."""
+    if sorted(m.name for m in before) != sorted(m.name for m in now):
+        return False
+    if len({m.kind for m in now}) != 1 or len(now) > 1 and any(m.alone for m in now):
+        return False
+    old, new = sum(m.cost for m in before), sum(m.cost for m in now)
+    return abs(new - old) <= PACKING["keep_within"] * old
 
 
 def pack_name(group: list[str]) -> str:

@@ -84,7 +84,8 @@ class Proposals:
     notes: list[str]
 
 
-def _local(path: pathlib.Path, nodeid: str) -> str:
+def local_name(path: pathlib.Path, nodeid: str) -> str:
+    """A case's node id as its expectations entry names it: from the file's name on."""
     return path.name + nodeid[nodeid.index("::") :] if "::" in nodeid else nodeid
 
 
@@ -129,7 +130,7 @@ def _propose(path: pathlib.Path, result: dict, variant: str, entries: list, note
     shown = "" if variant == "cpu" else f" [{variant}]"
     for nodeid, reason in result.get("skips", []):
         literal = stable_prefix(reason)
-        test = _local(path, nodeid)
+        test = local_name(path, nodeid)
         if not expectations.long_enough(literal):
             notes.append(f"{test}{shown}: skipped ({reason!r}), a reason too short to declare")
             continue
@@ -144,7 +145,7 @@ def _propose(path: pathlib.Path, result: dict, variant: str, entries: list, note
         )
     torch = f"torch {result['torch']}" if result.get("torch") else "this torch"
     for nodeid, first, later in result.get("fails", []):
-        test = _local(path, nodeid)
+        test = local_name(path, nodeid)
         match, why = _fail_match(first)
         if match is None:
             notes.append(f"{test}{shown}: fails with {why}")
@@ -166,7 +167,7 @@ def _propose(path: pathlib.Path, result: dict, variant: str, entries: list, note
     for nodeid in result.get("xpassed", []):  # expected to fail (xfail / expectedFailure)
         entries.append(
             {
-                "test": _local(path, nodeid),
+                "test": local_name(path, nodeid),
                 "outcome": "pass",
                 "reason": f"expected to fail, passes on {torch} as measured by add_test",
                 "variants": [variant],
