@@ -42,7 +42,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools import add_test_dir  # noqa: E402
+from tools.addtest import merge  # noqa: E402
 from tools.results import bep, facts, junit  # noqa: E402
 
 PACKAGE = "upstream"
@@ -424,7 +424,7 @@ def _log_wall(xml: pathlib.Path) -> float:
 def stanzas(package: pathlib.Path) -> dict[str, dict]:
     """{target name: its torch_test arguments} of the package's BUILD file."""
     build = (package / "BUILD.bazel").read_text()
-    return {b.value.get("name"): b.value for _, _, b in add_test_dir.read_build(build)[1]}
+    return {b.value.get("name"): b.value for _, _, b in merge.read_build(build)[1]}
 
 
 def stanza_args(built: dict[pathlib.Path, dict], dirs: list[pathlib.Path]) -> dict:

@@ -11,13 +11,13 @@ import textwrap
 
 import pytest
 
-from tools import add_test
+from tools.addtest import environment, file_mode, measure, stanza
 
 
 def test_runs_as_a_script_from_any_directory():
     # No arguments: the usage text, after every import the script needs has worked.
     out = subprocess.run(
-        [sys.executable, str(add_test.ROOT / "tools" / "add_test.py")],
+        [sys.executable, str(environment.ROOT / "tools" / "add_test.py")],
         cwd="/",
         capture_output=True,
         text=True,
@@ -58,8 +58,10 @@ class TestRanks(MultiProcessTestCase):
 def test_stanza_places_upstream_decorators(tmp_path):
     path = tmp_path / "test_from_upstream.py"
     path.write_text(UPSTREAM_STYLE)
-    placed = add_test.collect(path, add_test.Environment.of_this_interpreter(), run=False)["placed"]
-    printed = add_test.stanza(path, placed, ["//test_utils:torch_testing"])
+    placed = measure.collect(path, environment.Environment.of_this_interpreter(), run=False)[
+        "placed"
+    ]
+    printed = stanza.stanza(path, placed, ["//test_utils:torch_testing"])
     assert printed == textwrap.dedent("""\
         torch_test(
             name = "test_from_upstream",
@@ -72,7 +74,7 @@ def test_stanza_places_upstream_decorators(tmp_path):
             ],
             deps = ["//test_utils:torch_testing"],
         )""")
-    listing = add_test.placement(placed)
+    listing = file_mode.placement(placed)
     assert "# gpu: 1 cases\n#   test_from_upstream.py::TestCompiled::test_triton" in listing
 
 
@@ -101,8 +103,8 @@ def test_measured_skips_and_lost_classes_are_reported(tmp_path):
                 pass
         """)
     )
-    env = add_test.Environment.of_this_interpreter()
-    text, status = add_test.report(path, add_test.collect(path, env, run=True), env, ran=True)
+    env = environment.Environment.of_this_interpreter()
+    text, status = file_mode.report(path, measure.collect(path, env, run=True), env, ran=True)
     assert status == 0
     assert "DEFINES TESTS NOTHING COLLECTS" in text and "TestLost (1 test methods)" in text
     assert 'expectations = "test_skips.expectations.toml"' in text
@@ -134,21 +136,21 @@ class TestOnGpu(unittest.TestCase):
 def test_a_gpu_hosts_gpu_cases_are_measured_and_proposed_for_their_variant(tmp_path):
     path = tmp_path / "test_gpu_only.py"
     path.write_text(GPU_ONLY)
-    env = add_test.Environment.of_this_interpreter()
-    result = add_test.collect(path, env, run=True)
+    env = environment.Environment.of_this_interpreter()
+    result = measure.collect(path, env, run=True)
     # Without GPUs: the cpu case alone runs, and nothing is proposed for the gpu ones.
-    text, _ = add_test.report(path, result, env, ran=True)
+    text, _ = file_mode.report(path, result, env, ran=True)
     assert "# 2 GPU-variant cases not run on this host" in text
     assert "[[expect]]" not in text
 
     # On a host of one GPU (as told; these cases need none), the gpu variant's own child runs
     # its cases, and each outcome is proposed for that variant alone.
-    add_test.measure_gpu_variants(path, env, result, host_gpus=1)
-    text, status = add_test.report(path, result, env, ran=True)
+    measure.measure_gpu_variants(path, env, result, host_gpus=1)
+    text, status = file_mode.report(path, result, env, ran=True)
     assert status == 0
     assert "GPU-variant cases not run" not in text
     assert "# Measured on this host, gpu cases: 1 skipped, 1 failed" in text
-    entries = {e["test"]: e for e in add_test.proposals(path, result).entries}
+    entries = {e["test"]: e for e in stanza.proposals(path, result).entries}
     assert entries == {
         "test_gpu_only.py::TestOnGpu::test_gpu_skips": {
             "test": "test_gpu_only.py::TestOnGpu::test_gpu_skips",
@@ -172,12 +174,12 @@ def test_a_gpu_hosts_gpu_cases_are_measured_and_proposed_for_their_variant(tmp_p
 def test_a_gpu_variants_abnormal_run_is_said_and_its_file_runs_alone():
     placed = {"test_x.py::test_cpu": ["cpu", []], "test_x.py::test_gpu": ["gpu", []]}
     result = {"placed": placed, "exit": 0, "pytest_args": []}
-    assert add_test.crash_notes(result) == [] and not add_test.runs_alone(result)
+    assert stanza.crash_notes(result) == [] and not stanza.runs_alone(result)
     # The gpu variant's run ended with a signal's status after its first case.
     result["gpu_runs"] = {"gpu": {"placed": placed, "exit": 139, "started": 1, "pytest_args": []}}
-    (note,) = add_test.crash_notes(result)
+    (note,) = stanza.crash_notes(result)
     assert note.startswith("the gpu cases' run: PYTEST ENDED ABNORMALLY (exit status 139)")
-    assert add_test.runs_alone(result)
+    assert stanza.runs_alone(result)
     # Its run crashed pytest and ran to its end with Python's tracebacks: the stanza passes them.
     result["gpu_runs"]["gpu"].update(
         exit=1,
@@ -185,7 +187,7 @@ def test_a_gpu_variants_abnormal_run_is_said_and_its_file_runs_alone():
         pytest_args=["--tb=native"],
         crashed_with_defaults={"started": 0, "exit": 3},
     )
-    assert add_test.stanza_args(result) == ["--tb=native"] and add_test.runs_alone(result)
+    assert stanza.stanza_args(result) == ["--tb=native"] and stanza.runs_alone(result)
 
 
 def test_a_file_that_cannot_be_collected_here_is_said_so(tmp_path):
@@ -193,8 +195,8 @@ def test_a_file_that_cannot_be_collected_here_is_said_so(tmp_path):
     # A GPU at import: no build of torch has one where the cpu variant hides them (a CPU build
     # raises AssertionError, a CUDA build with no visible device RuntimeError).
     path.write_text("import torch\nDEVICE = torch.cuda.current_device()\n")
-    env = add_test.Environment.of_this_interpreter()
-    text, status = add_test.report(path, add_test.collect(path, env, run=False), env, ran=False)
+    env = environment.Environment.of_this_interpreter()
+    text, status = file_mode.report(path, measure.collect(path, env, run=False), env, ran=False)
     assert status == 1
     assert "CANNOT BE COLLECTED ON THIS HOST" in text
     assert "AssertionError" in text or "RuntimeError" in text, text

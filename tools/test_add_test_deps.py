@@ -11,23 +11,23 @@ import sys
 
 import pytest
 
-from tools import add_test, add_test_collect, add_test_deps
+from tools.addtest import collect, deps, environment, measure
 
-FIXTURES = add_test.ROOT / "upstream_style_tests"
+FIXTURES = environment.ROOT / "upstream_style_tests"
 
 
 def _existing(label: str, manifest: dict) -> bool:
-    if label.startswith(add_test_deps.PYPI):
-        return label[len(add_test_deps.PYPI) :] in manifest["packages"]
+    if label.startswith(deps.PYPI):
+        return label[len(deps.PYPI) :] in manifest["packages"]
     package = label[2:].partition(":")[0]
-    builds = add_test_deps.BuildFiles(add_test.ROOT)
+    builds = deps.BuildFiles(environment.ROOT)
     return label in builds.libraries(package)
 
 
 def _deps(path: pathlib.Path) -> list[str]:
-    env = add_test.Environment.of_this_interpreter()
-    labels = add_test_deps.labels_for(
-        add_test.collect(path, env, run=False), path, add_test.ROOT, env.manifest
+    env = environment.Environment.of_this_interpreter()
+    labels = deps.labels_for(
+        measure.collect(path, env, run=False), path, environment.ROOT, env.manifest
     ).labels
     assert all(_existing(label, env.manifest) for label in labels), labels
     return labels
@@ -53,14 +53,14 @@ def test_a_guarded_import_that_did_not_run_is_no_dep():
 def test_a_module_whose_file_is_a_bare_name_is_no_repository_file(monkeypatch):
     # torch gives torch.classes and torch.ops bare __file__ names: resolved against the
     # directory add_test runs in (here the repository's root) they looked like its files.
-    monkeypatch.chdir(add_test.ROOT)
+    monkeypatch.chdir(environment.ROOT)
     result = {
         "modules": {"torch._classes": "_classes.py", "torch._ops": "_ops.py"},
-        "dists": {},  # no installed file is theirs (tools/add_test_collect.py)
+        "dists": {},  # no installed file is theirs (tools/addtest/collect.py)
         "requires": {},
     }
-    deps = add_test_deps.labels_for(result, add_test.ROOT / "t.py", add_test.ROOT, {})
-    assert (deps.labels, deps.notes) == ([], [])
+    found = deps.labels_for(result, environment.ROOT / "t.py", environment.ROOT, {})
+    assert (found.labels, found.notes) == ([], [])
 
 
 def test_installed_files_resolve_as_realpath_resolves_them(tmp_path):
@@ -78,7 +78,7 @@ def test_installed_files_resolve_as_realpath_resolves_them(tmp_path):
     (farm / "sub" / "rel.py").symlink_to("../pkg/mod.py")
     (farm / "chain.py").symlink_to("sub/rel.py")
     (farm / "loop.py").symlink_to("loop.py")
-    resolve = add_test_collect._real_paths()
+    resolve = collect._real_paths()
     for name in "pkg/mod.py pkg/up.py abs.py sub/rel.py chain.py loop.py gone.py".split():
         assert resolve(farm / name) == os.path.realpath(farm / name), name
 

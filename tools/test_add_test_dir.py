@@ -1,5 +1,6 @@
-"""tools/add_test.py DIR (tools/add_test_dir.py): a directory's BUILD.bazel and expectations
-files in one command, measured outcomes proposed, and a re-run that keeps what a person wrote.
+"""tools/add_test.py DIR (tools/addtest/directory_mode.py): a directory's BUILD.bazel and
+expectations files in one command, measured outcomes proposed, and a re-run that keeps what a
+person wrote.
 
 The merges are checked on their own (fast); one directory of two upstream-style files is
 measured in this test's interpreter (@pypi's, as add_test uses) and written as a user would.
@@ -13,7 +14,7 @@ import tomllib
 
 import pytest
 
-from tools import add_test, add_test_dir
+from tools.addtest import directory_mode, environment, merge, stanza
 from tools.runner.session import expectations
 
 SHAPES = """
@@ -53,8 +54,8 @@ def test_plain():
 """
 
 
-def _environment() -> add_test.Environment:
-    return add_test.Environment.of_this_interpreter()
+def _environment() -> environment.Environment:
+    return environment.Environment.of_this_interpreter()
 
 
 @pytest.fixture(scope="module")
@@ -62,17 +63,17 @@ def measured(tmp_path_factory):
     directory = tmp_path_factory.mktemp("upstream_dir")
     (directory / "test_shapes.py").write_text(SHAPES)
     (directory / "test_plain.py").write_text(PLAIN)
-    files = add_test_dir.test_files(directory)
+    files = directory_mode.test_files(directory)
     # As on a host without GPUs, wherever this test runs: its GPU case is not measured.
-    return directory, add_test_dir.measure(files, _environment(), run=True, jobs=2, gpus=0)
+    return directory, directory_mode.measure(files, _environment(), run=True, jobs=2, gpus=0)
 
 
 def test_a_directory_is_written_in_one_command(measured):
     directory, results = measured
-    said, status = add_test_dir.write(directory, results, _environment(), ran=True)
+    said, status = directory_mode.write(directory, results, _environment(), ran=True)
     assert status == 0, said
     build = (directory / "BUILD.bazel").read_text()
-    assert build.count(add_test_dir.MARKER) == 2
+    assert build.count(merge.MARKER) == 2
     assert 'name = "test_plain",' in build and 'name = "test_shapes",' in build
     assert 'expectations = "test_shapes.expectations.toml",' in build
     assert build.rstrip().endswith("torch_test_suites()")
@@ -123,7 +124,7 @@ def test_a_directory_is_written_in_one_command(measured):
 
     # Again, on the same measurements: the confirmed entry is the person's and is kept.
     before = {p.name: p.read_text() for p in directory.iterdir()}
-    said, status = add_test_dir.write(directory, results, _environment(), ran=True)
+    said, status = directory_mode.write(directory, results, _environment(), ran=True)
     assert status == 0
     assert {p.name: p.read_text() for p in directory.iterdir()} == before
     assert not [line for line in said if "BUILD.bazel:" in line or ".toml:" in line], said
@@ -156,10 +157,10 @@ def test_on_a_gpu_host_the_gpu_cases_are_measured_and_written_for_their_variant(
     directory = tmp_path / "gpu_dir"
     directory.mkdir()
     (directory / "test_on_a_gpu.py").write_text(ON_A_GPU)
-    files = add_test_dir.test_files(directory)
+    files = directory_mode.test_files(directory)
     # One GPU, as told (the case needs none): its gpu variant runs after the cpu one.
-    results = add_test_dir.measure(files, _environment(), run=True, jobs=1, gpus=1)
-    said, status = add_test_dir.write(directory, results, _environment(), ran=True)
+    results = directory_mode.measure(files, _environment(), run=True, jobs=1, gpus=1)
+    said, status = directory_mode.write(directory, results, _environment(), ran=True)
     assert status == 0, said
     line = said[0]
     assert "cpu cases measured: 0 skipped, 0 failed (proposed)" in line
@@ -192,12 +193,12 @@ def test_a_rerun_replaces_only_what_it_wrote_and_says_what_it_did():
         _fail("t.py::test_a", "ValueError: first message"),
         _fail("t.py::test_b", "KeyError: b's key here"),
     )
-    text, said = add_test_dir.merge_entries(None, [a, b], "t.expectations.toml")
+    text, said = merge.merge_entries(None, [a, b], "t.expectations.toml")
     assert said == [
         "t.expectations.toml: added a PROPOSED fail entry for t.py::test_a",
         "t.expectations.toml: added a PROPOSED fail entry for t.py::test_b",
     ]
-    assert add_test_dir.merge_entries(text, [a, b], "t.toml") == (text, [])
+    assert merge.merge_entries(text, [a, b], "t.toml") == (text, [])
 
     # A person confirms test_a; test_b now fails otherwise; test_c is new.
     text = text.replace(
@@ -207,7 +208,7 @@ def test_a_rerun_replaces_only_what_it_wrote_and_says_what_it_did():
     a2 = _fail("t.py::test_a", "ValueError: another message")
     b2 = _fail("t.py::test_b", "KeyError: b's other key")
     c = _fail("t.py::test_c", "TypeError: c is new here")
-    new, said = add_test_dir.merge_entries(text, [a2, b2, c], "t.toml")
+    new, said = merge.merge_entries(text, [a2, b2, c], "t.toml")
     assert said == [
         "t.toml: kept the entry for t.py::test_a as edited; measured now: fail, "
         "match = 'ValueError: another message'",
@@ -220,7 +221,7 @@ def test_a_rerun_replaces_only_what_it_wrote_and_says_what_it_did():
     assert entries["t.py::test_b"]["match"] == "KeyError: b's other key"
 
     # test_b passes now: what add_test wrote goes; the person's entry stays.
-    new, said = add_test_dir.merge_entries(new, [c], "t.toml")
+    new, said = merge.merge_entries(new, [c], "t.toml")
     assert said == ["t.toml: removed the entry for t.py::test_b: not measured any more"]
     assert sorted(e["test"] for e in tomllib.loads(new)["expect"]) == [
         "t.py::test_a",
@@ -230,7 +231,7 @@ def test_a_rerun_replaces_only_what_it_wrote_and_says_what_it_did():
 
 def test_an_expected_failure_that_passed_is_proposed_as_a_pass_and_merged(tmp_path):
     result = {"torch": "2.15.0", "xpassed": ["t.py::T::test_fixed"]}
-    (entry,) = add_test.proposals(tmp_path / "t.py", result).entries
+    (entry,) = stanza.proposals(tmp_path / "t.py", result).entries
     assert entry == {
         "test": "t.py::T::test_fixed",
         "outcome": "pass",
@@ -238,7 +239,7 @@ def test_an_expected_failure_that_passed_is_proposed_as_a_pass_and_merged(tmp_pa
         "variants": ["cpu"],
         "proposed": True,
     }
-    text, said = add_test_dir.merge_entries(None, [entry], "t.toml")
+    text, said = merge.merge_entries(None, [entry], "t.toml")
     assert said == ["t.toml: added a PROPOSED pass entry for t.py::T::test_fixed"]
     toml = tmp_path / "t.expectations.toml"
     toml.write_text(text)
@@ -250,14 +251,14 @@ def test_an_expected_failure_that_passed_is_proposed_as_a_pass_and_merged(tmp_pa
     (confirmed,) = expectations.load(str(toml), ["cpu"])
     assert (confirmed.outcome, confirmed.reason) == ("pass", entry["reason"])
     fail = _fail("t.py::T::test_fixed", "AssertionError: broke again")
-    assert add_test_dir.merge_entries(text, [fail], "t.toml") == (
+    assert merge.merge_entries(text, [fail], "t.toml") == (
         text,
         [
             "t.toml: kept the entry for t.py::T::test_fixed as edited; measured now: fail, "
             "match = 'AssertionError: broke again'"
         ],
     )
-    kept, said = add_test_dir.merge_entries(text, [dict(entry, reason="x")], "t.toml")
+    kept, said = merge.merge_entries(text, [dict(entry, reason="x")], "t.toml")
     assert (kept, said) == (text, [])  # the same outcome: nothing to say
 
 
@@ -272,10 +273,10 @@ def test_an_entry_written_by_hand_is_kept_and_covers_what_it_names():
         count = 2
         """)
     skip = {"test": "t.py::test_p1", "outcome": "skip", "reason": "x", "match": "needs a widget"}
-    new, said = add_test_dir.merge_entries(by_hand, [skip], "t.toml")
+    new, said = merge.merge_entries(by_hand, [skip], "t.toml")
     assert (new, said) == (by_hand, [])
     other = dict(skip, match="needs two widgets")
-    new, said = add_test_dir.merge_entries(by_hand, [other], "t.toml")
+    new, said = merge.merge_entries(by_hand, [other], "t.toml")
     assert new == by_hand
     assert said == [
         "t.toml: kept the entry for t.py::test_p* as written by hand; measured now: skip, "
@@ -288,14 +289,14 @@ STANZA_B = 'torch_test(\n    name = "test_b",\n    deps = ["//test_utils:torch_t
 
 
 def test_build_stanzas_are_added_updated_kept_and_removed():
-    text, said = add_test_dir.merge_build(None, {"test_a.py": STANZA_A, "test_b.py": STANZA_B})
+    text, said = merge.merge_build(None, {"test_a.py": STANZA_A, "test_b.py": STANZA_B})
     assert said == [
         "BUILD.bazel: added test_a.py's stanza",
         "BUILD.bazel: added test_b.py's stanza",
     ]
     assert text.startswith('load("//tools/build_defs:torch_test.bzl"')
     assert text.rstrip().endswith("torch_test_suites()")
-    assert add_test_dir.merge_build(text, {"test_a.py": STANZA_A, "test_b.py": STANZA_B}) == (
+    assert merge.merge_build(text, {"test_a.py": STANZA_A, "test_b.py": STANZA_B}) == (
         text,
         [],
     )
@@ -304,20 +305,20 @@ def test_build_stanzas_are_added_updated_kept_and_removed():
         STANZA_B, 'torch_test(deps = ["//test_utils:torch_testing"], name = "test_b")'
     )
     gpu_b = STANZA_B.replace("    deps", '    variants = ["cpu", "gpu"],\n    deps')
-    new, said = add_test_dir.merge_build(reflowed, {"test_a.py": STANZA_A, "test_b.py": gpu_b})
+    new, said = merge.merge_build(reflowed, {"test_a.py": STANZA_A, "test_b.py": gpu_b})
     assert said == ["BUILD.bazel: updated test_b.py's stanza"] and gpu_b in new
 
     # A person's edit (a shard count) is kept, with what add_test would write now.
     edited = new.replace('    name = "test_a",\n', '    name = "test_a",\n    shard_count = 2,\n')
     gpu_a = STANZA_A.replace("    deps", '    variants = ["cpu", "gpu"],\n    deps')
-    new, said = add_test_dir.merge_build(edited, {"test_a.py": gpu_a, "test_b.py": gpu_b})
+    new, said = merge.merge_build(edited, {"test_a.py": gpu_a, "test_b.py": gpu_b})
     assert new == edited
     assert said == [
         f"BUILD.bazel: kept test_a.py's stanza as edited; add_test would write:\n{gpu_a}"
     ]
 
     # test_b.py is gone: its stanza goes; one that could not be measured stays as it is.
-    new, said = add_test_dir.merge_build(edited, {"test_a.py": None})
+    new, said = merge.merge_build(edited, {"test_a.py": None})
     assert said == ["BUILD.bazel: removed test_b.py's stanza: the file is gone"]
     assert 'name = "test_b"' not in new and "shard_count = 2" in new
 
@@ -325,7 +326,7 @@ def test_build_stanzas_are_added_updated_kept_and_removed():
 def test_runs_on_a_directory_from_the_command_line_usage(tmp_path):
     # A directory outside the repository is refused before anything is measured.
     with pytest.raises(SystemExit, match="is not a directory of this repository"):
-        add_test_dir.main([str(tmp_path)])
+        directory_mode.main(tmp_path, run=True, jobs=1)
 
 
 if __name__ == "__main__":

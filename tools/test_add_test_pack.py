@@ -1,16 +1,16 @@
-"""add_test DIR packs cheap files into shared targets by their measured cost (add_test_pack):
-cheap files share a target, an expensive one runs alone, files of other variants are never
-packed together, and a re-run keeps a pack a person owns."""
+"""add_test DIR packs cheap files into shared targets by their measured cost
+(tools/addtest/pack.py): cheap files share a target, an expensive one runs alone, files of
+other variants are never packed together, and a re-run keeps a pack a person owns."""
 
 import pathlib
 import tomllib
 
-from tools import add_test_dir, add_test_pack
-from tools.add_test_pack import Measured
+from tools.addtest import directory_mode, pack
+from tools.addtest.pack import Measured
 
 CPU = ((("cpu", ()),),)
 WITH_GPU = ((("cpu", ()), ("gpu", ())),)
-LIMIT = add_test_pack.alone_at()
+LIMIT = pack.alone_at()
 
 
 def cheap(name, kind=CPU):
@@ -19,26 +19,26 @@ def cheap(name, kind=CPU):
 
 def test_cheap_files_share_a_target_and_an_expensive_one_runs_alone():
     files = [cheap("test_a.py"), cheap("test_b.py"), Measured("test_big.py", LIMIT, 3, 3, CPU)]
-    assert add_test_pack.plan(files) == [["test_a.py", "test_b.py"], ["test_big.py"]]
+    assert pack.plan(files) == [["test_a.py", "test_b.py"], ["test_big.py"]]
 
 
 def test_a_pack_is_filled_up_to_a_lone_files_cost():
     files = [cheap(f"test_{i:02}.py") for i in range(25)]  # each a tenth of the limit
-    groups = add_test_pack.plan(files)
+    groups = pack.plan(files)
     assert [len(g) for g in groups] == [10, 10, 5]
 
 
 def test_files_of_other_variants_are_not_packed_together():
     files = [cheap("test_a.py"), cheap("test_g1.py", WITH_GPU), cheap("test_b.py")]
     files.append(cheap("test_g2.py", WITH_GPU))
-    groups = add_test_pack.plan(files)
+    groups = pack.plan(files)
     assert groups == [["test_a.py", "test_b.py"], ["test_g1.py", "test_g2.py"]]
 
 
 def test_a_file_whose_run_crashed_runs_alone():
     # pytest's INTERNALERROR ends the process: in a pack, the other files' cases never run.
     crashed = Measured("test_c.py", LIMIT / 10, 5, 5, CPU, alone=True)
-    assert add_test_pack.plan([cheap("test_a.py"), crashed, cheap("test_d.py")]) == [
+    assert pack.plan([cheap("test_a.py"), crashed, cheap("test_d.py")]) == [
         ["test_a.py", "test_d.py"],
         ["test_c.py"],
     ]
@@ -48,7 +48,7 @@ def test_cases_that_did_not_run_here_count_by_their_number():
     # One cpu case measured of 20 (the rest are GPU cases): its cost is scaled to all 20.
     gpu_heavy = Measured("test_g.py", LIMIT / 10, ran=1, cases=20, kind=WITH_GPU)
     assert gpu_heavy.cost >= LIMIT
-    assert add_test_pack.plan([gpu_heavy, cheap("test_h.py", WITH_GPU)]) == [
+    assert pack.plan([gpu_heavy, cheap("test_h.py", WITH_GPU)]) == [
         ["test_g.py"],
         ["test_h.py"],
     ]
@@ -56,7 +56,7 @@ def test_cases_that_did_not_run_here_count_by_their_number():
 
 def test_owned_groups_are_kept_as_they_are():
     files = [cheap("test_a.py"), cheap("test_b.py"), cheap("test_c.py")]
-    assert add_test_pack.plan(files, fixed=[["test_b.py"]]) == [
+    assert pack.plan(files, fixed=[["test_b.py"]]) == [
         ["test_a.py", "test_c.py"],
         ["test_b.py"],
     ]
@@ -94,7 +94,7 @@ def _write(directory: pathlib.Path, results: dict[str, dict]):
     for name in results:
         (directory / name).write_text("def test_0():\n    pass\n")
     by_path = {directory / name: r for name, r in results.items()}
-    return add_test_dir.write(directory, by_path, Env(), ran=True)
+    return directory_mode.write(directory, by_path, Env(), ran=True)
 
 
 def test_a_directory_packs_cheap_files_and_their_expectations(tmp_path):
@@ -108,9 +108,9 @@ def test_a_directory_packs_cheap_files_and_their_expectations(tmp_path):
     )
     assert status == 0, said
     build = (tmp_path / "BUILD.bazel").read_text()
-    pack = build[build.index('name = "packed_test_a"') :].split(")")[0]
-    assert '"test_a.py",' in pack and '"test_b.py",' in pack, build
-    assert 'expectations = "packed_test_a.expectations.toml"' in pack
+    packed = build[build.index('name = "packed_test_a"') :].split(")")[0]
+    assert '"test_a.py",' in packed and '"test_b.py",' in packed, build
+    assert 'expectations = "packed_test_a.expectations.toml"' in packed
     assert 'name = "test_big",' in build and 'name = "test_a",' not in build
     entries = tomllib.loads((tmp_path / "packed_test_a.expectations.toml").read_text())
     assert [e["test"] for e in entries["expect"]] == ["test_a.py::T::test_0"]

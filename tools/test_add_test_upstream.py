@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tomllib
 
-from tools import add_test, add_test_dir
+from tools.addtest import directory_mode, environment, measure, merge, stanza
 from tools.runner import collection
 from tools.runner.session import expectations
 
@@ -45,26 +45,26 @@ def test_an_imported_helper_module_of_the_directory_is_a_helper(tmp_path):
         ),
         tmp_path / "test_b.py": "could not be collected",
     }
-    assert add_test_dir.helper_files(tmp_path, results) == ["layers_helper.py"]
+    assert directory_mode.helper_files(tmp_path, results) == ["layers_helper.py"]
 
 
 def test_helpers_get_a_py_library_that_is_updated_removed_and_kept_when_edited():
-    text, said = add_test_dir.merge_helpers(None, ["layers_helper.py"])
+    text, said = merge.merge_helpers(None, ["layers_helper.py"])
     (library,) = _calls(text, "py_library")
     assert library == {"name": "helpers", "srcs": ["layers_helper.py"], "imports": ["."]}
     assert text.startswith('load("//tools/build_defs:python.bzl", "py_library")'), text
     assert said == ["BUILD.bazel: added the py_library helpers: layers_helper.py"]
-    assert add_test_dir.merge_helpers(text, ["layers_helper.py"]) == (text, [])
+    assert merge.merge_helpers(text, ["layers_helper.py"]) == (text, [])
 
-    grown, said = add_test_dir.merge_helpers(text, ["a_helper.py", "layers_helper.py"])
+    grown, said = merge.merge_helpers(text, ["a_helper.py", "layers_helper.py"])
     (library,) = _calls(grown, "py_library")
     assert library["srcs"] == ["a_helper.py", "layers_helper.py"], said
 
-    gone, said = add_test_dir.merge_helpers(grown, [])
+    gone, said = merge.merge_helpers(grown, [])
     assert not _calls(gone, "py_library") and _calls(gone, "torch_test_suites"), said
 
     edited = text.replace('imports = ["."],', 'imports = ["."],\n    tags = ["mine"],')
-    kept, said = add_test_dir.merge_helpers(edited, [])
+    kept, said = merge.merge_helpers(edited, [])
     assert kept == edited and "kept" in said[0]
 
 
@@ -77,13 +77,13 @@ def test_a_failure_then_a_teardown_error_is_proposed_with_both():
     first = _failure("AssertionError", "the counter read 3 where 2 was wanted")
     later = _failure("AssertionError", "registry still holds 1 pending hook at 0x7f00deadbeef")
     result = {"torch": "2.13.0", "fails": [["x.py::TestHooks::test_count", first, later]]}
-    proposed = add_test.proposals(pathlib.Path("test_hooks.py"), result)
+    proposed = stanza.proposals(pathlib.Path("test_hooks.py"), result)
     (entry,) = proposed.entries
     assert entry["match"] == "AssertionError: the counter read 3 where 2 was wanted"
     assert entry["teardown"] == "AssertionError: registry still holds 1 pending hook at 0x?"
     assert entry["proposed"] is True and not proposed.notes
     # The runner reads the entry as written once confirmed, teardown included.
-    toml = tomllib.loads(add_test.entry_text(entry))["expect"][0]
+    toml = tomllib.loads(stanza.entry_text(entry))["expect"][0]
     del toml["proposed"]
     read = expectations._entry("test_hooks.expectations.toml", 0, toml, ["cpu"])
     assert read.teardown_matched(f"AssertionError: {later['msg']}")
@@ -105,7 +105,7 @@ def test_a_proposal_measured_here_holds_where_the_target_runs():
         ["x.py::TestRanks::test_all_reduce", _failure("RuntimeError", ranks(1)), None],
         ["x.py::TestSeq::test_seq_nr", _failure("AssertionError", seq_nr(26)), None],
     ]
-    proposed = add_test.proposals(pathlib.Path("test_x.py"), {"torch": "2.13.0", "fails": fails})
+    proposed = stanza.proposals(pathlib.Path("test_x.py"), {"torch": "2.13.0", "fails": fails})
     ranked, diffed = proposed.entries
     assert ranked["match"] == "RuntimeError: Process R exited with error code 10 and exception:"
     assert diffed["match"] == (
@@ -113,7 +113,7 @@ def test_a_proposal_measured_here_holds_where_the_target_runs():
         "['Seq[N ch"
     )
     for entry, in_target in ((ranked, f"RuntimeError: {ranks(3)}"), (diffed, seq_nr(168))):
-        toml = tomllib.loads(add_test.entry_text(entry))["expect"][0]
+        toml = tomllib.loads(stanza.entry_text(entry))["expect"][0]
         del toml["proposed"]
         read = expectations._entry("test_x.expectations.toml", 0, toml, ["cpu"])
         in_target = in_target if in_target.startswith("Runtime") else f"AssertionError: {in_target}"
@@ -127,9 +127,9 @@ def test_a_teardown_error_with_no_message_is_declared_by_its_type():
         "torch": "2.11.0",
         "fails": [["x.py::TestHooks::test_count", first, _failure("AssertionError", "")]],
     }
-    (entry,) = add_test.proposals(pathlib.Path("test_hooks.py"), result).entries
+    (entry,) = stanza.proposals(pathlib.Path("test_hooks.py"), result).entries
     assert entry["teardown"] == "AssertionError"
-    toml = tomllib.loads(add_test.entry_text(entry))["expect"][0]
+    toml = tomllib.loads(stanza.entry_text(entry))["expect"][0]
     del toml["proposed"]
     read = expectations._entry("test_hooks.expectations.toml", 0, toml, ["cpu"])
     assert read.teardown_matched("AssertionError: ") == "AssertionError"
@@ -143,7 +143,7 @@ def test_a_file_that_collects_no_case_gets_no_stanza(tmp_path):
     class Env:
         manifest = {}
 
-    said, status = add_test_dir.write(
+    said, status = directory_mode.write(
         tmp_path, {tmp_path / "test_shared_globals.py": result}, Env(), ran=True
     )
     assert status == 0
@@ -184,24 +184,24 @@ class TestFormatting(unittest.TestCase):
 def test_a_file_that_crashes_pytest_runs_with_native_tracebacks(tmp_path):
     path = tmp_path / "test_unformattable.py"
     path.write_text(UNFORMATTABLE)
-    env = add_test.Environment.of_this_interpreter()
-    result = add_test.collect(path, env, run=True)
-    assert result["crashed_with_defaults"] == {"started": 1, "exit": add_test.PYTEST_CRASHED}
+    env = environment.Environment.of_this_interpreter()
+    result = measure.collect(path, env, run=True)
+    assert result["crashed_with_defaults"] == {"started": 1, "exit": measure.PYTEST_CRASHED}
     assert result["exit"] == 1 and result["started"] == 3
-    assert result["pytest_args"] == add_test.NATIVE_TRACEBACKS
+    assert result["pytest_args"] == measure.NATIVE_TRACEBACKS
     assert [f[0] for f in result["fails"]] == [
         "test_unformattable.py::TestFormatting::test_a_fails"
     ]
-    (note,) = add_test.crash_notes(result)
+    (note,) = stanza.crash_notes(result)
     assert "after 1 of 3 cases" in note and "ran 3" in note, note
 
     # add_test DIR: the stanza passes the arguments, and the file is packed with no other.
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
     results = {
         path: result,
-        tmp_path / "test_plain.py": add_test.collect(tmp_path / "test_plain.py", env, run=True),
+        tmp_path / "test_plain.py": measure.collect(tmp_path / "test_plain.py", env, run=True),
     }
-    said, status = add_test_dir.write(tmp_path, results, env, ran=True)
+    said, status = directory_mode.write(tmp_path, results, env, ran=True)
     stanzas = {c["name"]: c for c in _calls((tmp_path / "BUILD.bazel").read_text(), "torch_test")}
     assert sorted(stanzas) == ["test_plain", "test_unformattable"], said
     assert stanzas["test_unformattable"]["args"] == ["--tb=native"]
@@ -235,7 +235,7 @@ def test_a_set_ordered_failure_is_measured_with_the_targets_hash_seed(tmp_path, 
     first = _first_key(collection.DEFAULT_SEED)
     shell_seed = next(s for s in map(str, range(1, 50)) if _first_key(s) != first)
     monkeypatch.setenv(collection.SEED_ENV, shell_seed)
-    env = add_test.Environment.of_this_interpreter()
-    proposed = add_test.proposals(path, add_test.collect(path, env, run=True))
+    env = environment.Environment.of_this_interpreter()
+    proposed = stanza.proposals(path, measure.collect(path, env, run=True))
     (entry,) = proposed.entries
     assert entry["match"] == f"AssertionError: assert '{first}' == 'none of them'", entry

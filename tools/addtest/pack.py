@@ -13,7 +13,7 @@ A file's cost is what add_test measured of its cpu cases, scaled to all its case
 files of the same variants and features: a pack's targets are the variants of its files. A
 file whose measured run did not end normally (pytest's INTERNALERROR) runs alone: in a pack, the
 process it ends would take the other files' cases with it. One that runs only with pytest
-arguments of its own runs alone too (add_test.runs_alone).
+arguments of its own runs alone too (stanza.runs_alone).
 """
 
 import dataclasses
@@ -21,8 +21,10 @@ import dataclasses
 # The rule's numbers, in one place. overhead_s: one more target's CPU seconds with torch (the
 # runner with one case: bench/results/scale_2026-11-26_cpu.md), Bazel's action included.
 # alone_factor: a file costing at least this many overheads runs alone (its overhead then at
-# most a quarter of it); a pack is filled up to the same cost.
-PACKING = {"overhead_s": 4.0, "alone_factor": 4}
+# most a quarter of it); a pack is filled up to the same cost. keep_within: a re-run keeps a
+# target's files together while their measured cost moved by at most this part of what it was
+# (a measurement's noise re-arranges no target; keeps()).
+PACKING = {"overhead_s": 4.0, "alone_factor": 4, "keep_within": 0.5}
 
 
 def alone_at() -> float:
@@ -39,7 +41,7 @@ class Measured:
     ran: int  # how many cases ran (the cpu variant's)
     cases: int  # how many it has, every variant's
     kind: tuple  # (variants, features) of its stanza: only files of one kind share a target
-    alone: bool = False  # it needs a target of its own whatever it costs (add_test.runs_alone)
+    alone: bool = False  # it needs a target of its own whatever it costs (stanza.runs_alone)
 
     @property
     def cost(self) -> float:
@@ -69,6 +71,18 @@ def plan(files: list[Measured], fixed: list[list[str]] = ()) -> list[list[str]]:
             packs.append(([f.name], f.cost))
     groups += [names for packs in open_packs.values() for names, _ in packs]
     return sorted(groups, key=lambda g: g[0])
+
+
+def keeps(before: list[Measured], now: list[Measured]) -> bool:
+    """Whether a re-run keeps a target's files as they were: the same files, still of one
+    kind, none of a pack now needing a target of its own, and their cost moved by at most
+    PACKING["keep_within"] of what it was."""
+    if sorted(m.name for m in before) != sorted(m.name for m in now):
+        return False
+    if len({m.kind for m in now}) != 1 or len(now) > 1 and any(m.alone for m in now):
+        return False
+    old, new = sum(m.cost for m in before), sum(m.cost for m in now)
+    return abs(new - old) <= PACKING["keep_within"] * old
 
 
 def pack_name(group: list[str]) -> str:

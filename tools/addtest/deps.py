@@ -1,6 +1,6 @@
 """add_test's deps: the Bazel labels for what a test file's collection actually loaded.
 
-Modules come from tools/add_test_collect.py (loaded while collecting the file, so a guarded
+Modules come from tools/addtest/collect.py (loaded while collecting the file, so a guarded
 `if has_triton(): import triton` that did not run adds nothing, and `functorch` is torch's).
   - a module of this repository -> the py_library of its package's BUILD.bazel that lists it;
   - torch.testing._internal.common_utils (upstream tests reach it through torch._dynamo's
@@ -118,7 +118,7 @@ def canonical(name: str) -> str:
 
 
 def labels_for(result: dict, test_file: pathlib.Path, root: pathlib.Path, manifest: dict) -> Deps:
-    """Deps of `test_file` from its collection `result` (tools/add_test_collect.py)."""
+    """Deps of `test_file` from its collection `result` (tools/addtest/collect.py)."""
     root, test_file = root.resolve(), test_file.resolve()
     builds = BuildFiles(root)
     notes = []

@@ -1,6 +1,6 @@
 """add_test's child: collects one test file as its targets will and says what it found.
 
-    python3 tools/add_test_collect.py TEST_FILE [--run]
+    python3 tools/addtest/collect.py TEST_FILE [--run]
 
 Runs in the tests' interpreter (tools/add_test.py starts it with @pypi's environment, or the
 host interpreter in host mode) in one variant's environment (the cpu variant's, GPUs hidden,
@@ -15,7 +15,7 @@ loads it (tools do not import test_utils). Prints one line, RESULT_PREFIX + JSON
   expected    node ids of cases that expect to fail (an xfail marker, unittest's
               expectedFailure: tools/runner/session/inventory.expected_failure)
   torch       the torch version the file ran with (None: it imported no torch)
-  seconds     what its cases took here, every phase summed (tools/add_test_pack.py's cost)
+  seconds     what its cases took here, every phase summed (tools/addtest/pack.py's cost)
 With --run, what that variant's cases did here (others are not this variant's):
   skips       [[node id, reason]]: skipped (an expected failure that failed is no skip)
   xfails      [node id]: failed as they expected to

@@ -1,0 +1,113 @@
+"""Measuring a test file: tools/addtest/collect.py run in the tests' environment as one
+variant's target runs it, again with Python's traceback formatter where pytest crashed, and then
+as each GPU variant the host has the GPUs for."""
+
+import json
+import os
+import pathlib
+import subprocess
+
+from tools.addtest import collect as collect_child
+from tools.addtest.environment import ROOT, Environment
+from tools.hardware import envvars, spec, table, variants
+from tools.runner import collection
+
+COLLECTOR = ROOT / "tools" / "addtest" / "collect.py"
+
+# pytest's exit statuses of a run that ended as it should: all passed, some failed.
+ENDED_NORMALLY = (0, 1)
+# pytest's exit status when it crashed itself (INTERNALERROR), its later cases never run.
+PYTEST_CRASHED = 3
+# Formatting a failure's traceback is where pytest itself crashes on real files (CPython 3.11's
+# "AST constructor recursion depth mismatch" in its source-range lookup); Python's own
+# formatter does not parse source, so the file can run to its end.
+NATIVE_TRACEBACKS = ["--tb=native"]
+
+
+def collect(
+    path: pathlib.Path, env: Environment, run: bool, variant: str = "cpu", host_gpus: int = 0
+) -> dict:
+    """tools/addtest/collect.py's result for `path`, in `env`, as `variant`'s target runs it
+    (a GPU variant's on a host of `host_gpus`). A run that pytest ended with an INTERNALERROR
+    is measured again with Python's traceback formatter; if that run ends normally, its result
+    is the file's and `pytest_args` says what the stanza must pass."""
+    result = _collect(path, env, run, [], variant, host_gpus)
+    if run and result.get("exit") == PYTEST_CRASHED:
+        again = _collect(path, env, run, NATIVE_TRACEBACKS, variant, host_gpus)
+        if again.get("exit") != PYTEST_CRASHED:
+            again["crashed_with_defaults"] = {"started": result["started"], "exit": result["exit"]}
+            return again
+    return result
+
+
+def gpu_variants_here(placed: dict[str, list], host_gpus: int) -> list[str]:
+    """The GPU variants `placed` uses that a host of `host_gpus` GPUs can run, table order."""
+    used = {p[0] for p in placed.values()}
+    return [v for v in variants.VARIANTS if v in used and 0 < variants.gpus_needed(v) <= host_gpus]
+
+
+def measure_gpu_variants(
+    path: pathlib.Path, env: Environment, result: dict, host_gpus: int
+) -> None:
+    """Runs the cases of each GPU variant of `result` (the cpu run's) a host of `host_gpus`
+    can run, one variant after another; their results go in result["gpu_runs"] by variant, and
+    what kept one from being had in result["gpu_errors"]. Nothing for a file that could not be
+    collected."""
+    if result["errors"]:
+        return
+    for variant in gpu_variants_here(result["placed"], host_gpus):
+        try:
+            result.setdefault("gpu_runs", {})[variant] = collect(
+                path, env, True, variant, host_gpus
+            )
+        except SystemExit as error:  # the child's output: no result line
+            result.setdefault("gpu_errors", {})[variant] = str(error)
+
+
+def _collect(
+    path: pathlib.Path,
+    env: Environment,
+    run: bool,
+    pytest_args: list[str],
+    variant: str = "cpu",
+    host_gpus: int = 0,
+) -> dict:
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith(envvars.PREFIX)}
+    entries = [str(ROOT), *([str(env.site)] if env.site and env.site.is_dir() else [])]
+    entries += filter(None, [child_env.get("PYTHONPATH")])
+    # The variant's environment from the table (the cpu variant's hides the GPUs); a GPU
+    # variant's child is told its variant and the host's GPUs, as its target's processes are,
+    # and drops the cpu variant's hiding where add_test inherited it (run in a cpu target).
+    variant_envs = {name: v["env"] for name, v in table.table()["VARIANTS"].items()}
+    child_env.update(variant_envs[variant])
+    if variant != "cpu":
+        for key, hidden in variant_envs["cpu"].items():
+            if child_env.get(key) == hidden and key not in variant_envs[variant]:
+                del child_env[key]
+        child_env.update(spec.Spec(variant=variant).env())
+        child_env[envvars.HOST_GPUS] = str(host_gpus)
+    child_env.update(
+        PYTHONPATH=os.pathsep.join(entries),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+    )
+    # The hash seed a target's test process gets (a shell's own is not a test's): a failure
+    # whose message follows set order (the first missing key of a set) then reads the same
+    # here as in the target, so its proposed `match` holds there.
+    child_env[collection.SEED_ENV] = collection.DEFAULT_SEED
+    command = [env.python, str(COLLECTOR), str(path), *(["--run"] if run else [])]
+    command += ["--", *pytest_args] if pytest_args else []
+    out = subprocess.run(command, env=child_env, cwd=ROOT, capture_output=True, text=True)
+    prefix = collect_child.RESULT_PREFIX
+    lines = [line for line in out.stdout.splitlines() if line.startswith(prefix)]
+    if not lines:
+        raise SystemExit(
+            f"collecting {path} with {env.described} failed:\n"
+            f"{out.stdout[-3000:]}{out.stderr[-3000:]}"
+        )
+    return json.loads(lines[-1][len(prefix) :])
+
+
+def measured_runs(result: dict) -> list[tuple[str, dict]]:
+    """(variant, its run's result): the cpu run, then each GPU variant's (measure_gpu_variants)."""
+    return [("cpu", result), *result.get("gpu_runs", {}).items()]
