@@ -50,6 +50,7 @@ import os
 import socket
 import sys
 import threading
+import types
 import unittest
 
 from tools.hardware import spec
@@ -382,7 +383,7 @@ def _through(call):
 def _frame_named(name: str):
     """`_through`, its frame named `name`."""
     code = _through.__code__.replace(co_name=name, co_qualname=name)
-    return type(_through)(code, globals())
+    return types.FunctionType(code, globals())
 
 
 def _case_of_frame(name: str) -> dict | None:
@@ -401,8 +402,10 @@ def report_kept_coroutines() -> None:
         return
     import gc
 
+    coroutine = types.CoroutineType
     for obj in gc.get_objects():
-        if not inspect.iscoroutine(obj) or not obj.cr_origin:
+        # type(), not isinstance(): a dead weak proxy raises on any other look at it.
+        if type(obj) is not coroutine or not obj.cr_origin:
             continue
         if inspect.getcoroutinestate(obj) != inspect.CORO_CREATED:
             continue

@@ -301,3 +301,26 @@ def test_a_packed_file_that_cannot_be_imported_fails_apart(tmp_path):
     assert "No module named 'no_such_module_here'" in import_failed.detail, import_failed
     skipped = rec.cases["test_skips.py"]
     assert skipped.outcome == "skipped" and "no_such_either" in skipped.detail, skipped
+
+
+def test_the_sessions_end_scan_passes_over_dead_weak_proxies(tmp_path):
+    # A weakref.proxy whose referent is gone raises ReferenceError on isinstance(): the scan
+    # for kept coroutines must look at such objects only by their type.
+    body = """
+        import weakref
+
+        class Thing:
+            pass
+
+        def _dead_proxy():
+            thing = Thing()
+            return weakref.proxy(thing)
+
+        kept = [_dead_proxy()]
+
+        def test_passes():
+            assert kept
+        """
+    result = run(tmp_path, body)
+    assert result.returncode == 0, result.output
+    assert _case(result, "test_fixture.py::test_passes").outcome == "passed"
