@@ -19,7 +19,7 @@ readonly dir="${BENCH_DIR:-/tmp/torch_tests_bench_uploads}"
 export RIG_PORT="${RIG_PORT:-8990}" RIG_DIR="${dir}/rig"
 readonly targets=(
   //tools/selftest:probe_test_utils
-  //tools/runner/tests:test_sharding
+  //tools/runner/tests:test_units
   //test_utils/tests:test_markers_and_versions
 )
 # No bazel-* links: the workspace's keep pointing at its own output base.
