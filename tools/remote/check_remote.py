@@ -8,6 +8,9 @@
     update_result ADDR TOKEN   UpdateActionResult of a made-up action: "accepted" or
                                "refused CODE" (needs grpc and buildgrid: run it with the rig's
                                venv python)
+    seed_pypi OUTPUT_BASE      gives a new output base the workspace's fetched @pypi (hard
+                               links, tools/selftest/harness.py): a fetch of its own costs
+                               minutes and checks nothing here
 
 Test results are not read here: tools/results/outcomes.py judges them.
 """
@@ -20,6 +23,12 @@ import sys
 
 from tools.hardware.table import table
 from tools.remote.pools import read_pools
+
+
+def seed_pypi(output_base: str) -> list[str]:
+    from tools.selftest import harness
+
+    return [harness.seed_pypi(harness.workspace_output_base(), pathlib.Path(output_base))]
 
 
 def cpu_pool() -> list[str]:
@@ -73,7 +82,7 @@ def update_result(address: str, token: str = "") -> list[str]:
         return [f"refused {error.code().name}"]
 
 
-COMMANDS = {f.__name__: f for f in (cpu_pool, gpu_variants, most_gpus, executions, update_result)}
+COMMANDS = {f.__name__: f for f in (cpu_pool, gpu_variants, most_gpus, executions, update_result, seed_pypi)}
 
 
 def main(argv: list[str]) -> int:

@@ -99,6 +99,7 @@ token() { cat "${RIG_DIR}/auth/$1.token" 2>/dev/null || true; }
 remote+=("$(rig_auth_header dev)")
 
 say "1. --config=remote: GPU variants go to the GPU pool's worker"
+facts seed_pypi "${scratch}/ob1"
 bazel_in "$workspace" "${scratch}/ob1" test "$(test_events "$events")" "${remote[@]}" "${targets[@]}" \
   >>"${scratch}/bazel.log"
 for t in //tools/remote:probe "${gpu_probes[@]}" //tools/selftest:probe_plain //tools/selftest:probe_tqdm; do
@@ -136,6 +137,7 @@ git clone -q "$workspace" "$clone"
 git ls-files -z --modified --others --exclude-standard | while IFS= read -r -d '' f; do
   if [[ -e $f ]]; then mkdir -p "${clone}/$(dirname "$f")" && cp -p "$f" "${clone}/${f}"; else rm -f "${clone}/${f}"; fi
 done
+facts seed_pypi "${scratch}/ob2"
 bazel_in "$clone" "${scratch}/ob2" test "$(test_events "$events")" "${remote[@]}" "${targets[@]}" \
   >>"${scratch}/bazel.log"
 for t in //tools/remote:probe "${gpu_probes[@]}" //tools/selftest:probe_plain //tools/selftest:probe_tqdm; do
