@@ -2,13 +2,15 @@
 
     python3 bench/checks_cost.py --base f0ced77 [--head HEAD] [--targets //...] [--out FILE]
 
-For each tree, both at once (so both meet the same load on a shared host): a fresh clone of the commit, a new Bazel output
-user root (so Bazel's install base, @pypi and every runfiles tree are made anew), a new pip cache
-(so @pypi downloads from the index, as on a new machine) and the kernel caches moved away
-(the runner's, inductor's default and the vector-ISA memo: tools/runner/process), then
+For each tree, both at once (so both meet the same load on a shared host): a fresh clone of
+the commit, a new Bazel output user root (so Bazel's install base, @pypi and every runfiles tree
+are made anew), a new pip cache (so @pypi downloads from the index, as on a new machine) and the
+kernel caches moved away (the runner's, inductor's default and the vector-ISA memo:
+tools/runner/process), then
 
-    tools/bazel --output_user_root=NEW fetch //...                 (Bazel and @pypi)
-    tools/bazel --output_user_root=NEW test --config=ci --keep_going --build_event_json_file=EVENTS //...
+    tools/bazel --output_user_root=NEW fetch //...       (Bazel and @pypi)
+    tools/bazel --output_user_root=NEW test --config=ci --keep_going \
+        --build_event_json_file=EVENTS -- //...
 
 (--targets: other patterns or labels; a label one tree lacks is skipped there, --keep_going).
 
@@ -129,27 +131,31 @@ def report(args, sides: dict[str, dict]) -> str:
     def total(side, pick):
         return sum(cpu for label, (cpu, _) in side["cpu"].items() if pick(label))
 
+    def row(what: str, cell) -> str:
+        return f"| {what} | {cell(base)} | {cell(head)} |"
+
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
         f"Host: {platform.node()}, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}; date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        f"Python {platform.python_version()}; date {when}",
         f"Command: `python3 bench/checks_cost.py --base {args.base} --head {args.head}"
         + (f" --targets {' '.join(args.targets)}`" if args.targets != ["//..."] else "`"),
         "",
         "| | base | head |",
         "| --- | ---: | ---: |",
-        f"| commit | {base['commit']} | {head['commit']} |",
-        f"| own checks, CPU-s | {total(base, own):.0f} | {total(head, own):.0f} |",
-        f"| seed tests, CPU-s | {total(base, lambda lab: not own(lab)):.0f} "
-        f"| {total(head, lambda lab: not own(lab)):.0f} |",
-        f"| `fetch` (Bazel's install base, @pypi), s | {base['fetch_s']:.0f} | {head['fetch_s']:.0f} |",
-        f"| `test` wall, s | {base['test_s']:.0f} | {head['test_s']:.0f} |",
-        f"| fresh machine's first `tools/bazel test`, s | {base['fetch_s'] + base['test_s']:.0f} "
-        f"| {head['fetch_s'] + head['test_s']:.0f} |",
-        f"| the host's busy CPU-s meanwhile (all users) | {base['host_cpu_s']:.0f} | {head['host_cpu_s']:.0f} |",
-        f"| 1-min load, start; end | {base['load'][0]:.1f}; {base['load'][1]:.1f} "
-        f"| {head['load'][0]:.1f}; {head['load'][1]:.1f} |",
-        f"| exit status of `test` | {base['code']} | {head['code']} |",
-        f"| cases (summarize_testlogs) | {base['cases']} | {head['cases']} |",
+        row("commit", lambda s: s["commit"]),
+        row("own checks, CPU-s", lambda s: f"{total(s, own):.0f}"),
+        row("seed tests, CPU-s", lambda s: f"{total(s, lambda lab: not own(lab)):.0f}"),
+        row("`fetch` (Bazel's install base, @pypi), s", lambda s: f"{s['fetch_s']:.0f}"),
+        row("`test` wall, s", lambda s: f"{s['test_s']:.0f}"),
+        row(
+            "fresh machine's first `tools/bazel test`, s",
+            lambda s: f"{s['fetch_s'] + s['test_s']:.0f}",
+        ),
+        row("the host's busy CPU-s meanwhile (all users)", lambda s: f"{s['host_cpu_s']:.0f}"),
+        row("1-min load, start; end", lambda s: f"{s['load'][0]:.1f}; {s['load'][1]:.1f}"),
+        row("exit status of `test`", lambda s: s["code"]),
+        row("cases (summarize_testlogs)", lambda s: s["cases"]),
         "",
         "| target | base CPU-s | head CPU-s |",
         "| --- | ---: | ---: |",
@@ -165,12 +171,13 @@ def main() -> int:
     parser.add_argument("--targets", nargs="+", default=["//..."])
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench/results/checks_cost.md")
     args = parser.parse_args()
+
     def side(name: str) -> dict:
         scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"checks_cost_{name}_"))
         return measure(getattr(args, name), scratch, args.targets)
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        sides = dict(zip(("base", "head"), pool.map(side, ("base", "head"))))
+        sides = dict(zip(("base", "head"), pool.map(side, ("base", "head")), strict=True))
     args.out.write_text(report(args, sides))
     print(args.out.read_text())
     return 0 if all(s["code"] == 0 for s in sides.values()) else 1

@@ -82,7 +82,9 @@ def update_result(address: str, token: str = "") -> list[str]:
         return [f"refused {error.code().name}"]
 
 
-COMMANDS = {f.__name__: f for f in (cpu_pool, gpu_variants, most_gpus, executions, update_result, seed_pypi)}
+COMMANDS = {
+    f.__name__: f for f in (cpu_pool, gpu_variants, most_gpus, executions, update_result, seed_pypi)
+}
 
 
 def main(argv: list[str]) -> int:
