@@ -65,8 +65,9 @@ def timed(cmd: list[str], cwd: pathlib.Path, env: dict, log: pathlib.Path) -> tu
     return code.returncode, time.monotonic() - start
 
 
-def target_cpu(target: bep.Target) -> tuple[float, bool]:
-    """(CPU seconds, whether the runner measured them) of one target's final shards."""
+def target_cpu(target: bep.Target) -> tuple[float, bool, str]:
+    """(CPU seconds, whether the runner measured them, Bazel's status) of one target's final
+    shards; a shard stopped at its timeout has no runner line: its wall stands in."""
     cpu, measured = 0.0, True
     for attempt in target.final_attempts():
         found = attempt.log and CPU_LINE.findall(attempt.log.read_text(errors="replace"))
@@ -74,7 +75,7 @@ def target_cpu(target: bep.Target) -> tuple[float, bool]:
             cpu += float(found[-1])
         else:
             cpu, measured = cpu + attempt.duration_s, False
-    return cpu, measured
+    return cpu, measured, target.status
 
 
 def measure(commit: str, scratch: pathlib.Path, targets: list[str]) -> dict:
@@ -124,12 +125,13 @@ def report(args, sides: dict[str, dict]) -> str:
     for label in labels:
         cells = []
         for side in (base, head):
-            cpu, measured = side["cpu"].get(label, (None, True))
-            cells.append("-" if cpu is None else f"{cpu:.1f}" + ("" if measured else " (wall)"))
+            cpu, measured, status = side["cpu"].get(label, (None, True, ""))
+            cell = "-" if cpu is None else f"{cpu:.1f}" + ("" if measured else " (wall)")
+            cells.append(cell + ("" if status in bep.GREEN or cpu is None else f" {status}"))
         rows.append(f"| {label} | {cells[0]} | {cells[1]} |")
 
     def total(side, pick):
-        return sum(cpu for label, (cpu, _) in side["cpu"].items() if pick(label))
+        return sum(cpu for label, (cpu, _, _) in side["cpu"].items() if pick(label))
 
     def row(what: str, cell) -> str:
         return f"| {what} | {cell(base)} | {cell(head)} |"
@@ -174,7 +176,10 @@ def main() -> int:
 
     def side(name: str) -> dict:
         scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"checks_cost_{name}_"))
-        return measure(getattr(args, name), scratch, args.targets)
+        try:
+            return measure(getattr(args, name), scratch, args.targets)
+        finally:  # the clone, its pip cache and the kernel caches moved aside
+            subprocess.run(["rm", "-rf", str(scratch)], check=False)
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         sides = dict(zip(("base", "head"), pool.map(side, ("base", "head")), strict=True))
