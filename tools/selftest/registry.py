@@ -47,11 +47,11 @@ CHECKS = (
     Check(
         "plumbing",
         "tools/hardware/spec.py alone reads a target's spec and its run's runtime record; every "
-        "TORCH_TEST_* name the tree uses is defined",
-        1,
+        "TORCH_TEST_* name the tree uses is defined; Python tools ask tools/bazel for the mode",
+        2,
         (),
         ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
-        + ("tools/hardware/test_plumbing.py",),
+        + ("tools/hardware/test_plumbing.py", "tools/python/tests/test_host_mode.py"),
         "none",
     ),
     Check(
