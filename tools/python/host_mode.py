@@ -10,6 +10,9 @@ import os
 import pathlib
 import subprocess
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["PINNED", "host_python"]
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 # TORCH_TEST_PYTHON's explicit choice of the pinned lock, over the setup file (tools/bazel's).
 PINNED = "pinned"
