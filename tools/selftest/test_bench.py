@@ -8,6 +8,7 @@ bench/): `python3 -m tools.selftest bench`.
 """
 
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -93,6 +94,7 @@ def child_code(tree: ast.AST) -> list[ast.AST]:
     return trees
 
 
+@functools.cache
 def exported(module: str) -> set[str] | None:
     path = ROOT / module.replace(".", "/")
     path = path.with_suffix(".py") if path.with_suffix(".py").is_file() else path / "__init__.py"
