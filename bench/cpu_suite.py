@@ -1,6 +1,8 @@
 """CPU suite benchmark: Bazel against plain pytest on the same sources and interpreter.
 
     python3 bench/cpu_suite.py            (from a clone; the first run fetches @pypi)
+    python3 bench/cpu_suite.py --smoke    (every step on one small target, the shared kernel
+                                          cache kept, nothing written: the self-test)
 
 Measures, in one run, and writes bench/results/cpu_suite.md:
   cold         `tools/bazel test` of the dynamo and distributed tests, with
@@ -43,6 +45,10 @@ CPU_SOURCES = [
 # The same sources as CPU_SOURCES, so both sides run the same tests.
 TARGETS = ["//dynamo_tests/...", "//distributed_tests/..."]
 EDITED = ROOT / "dynamo_tests" / "test_recompile_ux.py"
+SMOKE = sys.argv[1:] == ["--smoke"]
+if SMOKE:  # a plain py_test (no torch) and a file of seven trivial tests
+    TARGETS, EDITED = ["//tools/selftest:probe_plain"], ROOT / "tools" / "selftest" / "probe.py"
+    CPU_SOURCES = ["tools/selftest/probe_shards.py"]
 
 
 def cpu_jiffies() -> tuple[float, float]:
@@ -149,7 +155,8 @@ def main() -> int:
     cores = os.cpu_count() or 1
     subprocess.run([BAZEL, "build", *TARGETS], cwd=ROOT, check=True, capture_output=True)
 
-    shutil.rmtree(KERNEL_CACHE, ignore_errors=True)
+    if not SMOKE:  # the smoke leaves other targets' kernels alone
+        shutil.rmtree(KERNEL_CACHE, ignore_errors=True)
     cold, cold_wall, cold_cpu, cold_n, targets = bazel_test("--nocache_test_results")
     if cold.returncode != 0:
         print(cold.stdout[-3000:], cold.stderr[-3000:], file=sys.stderr)
@@ -195,7 +202,8 @@ def main() -> int:
         *[f"| {s} | {w:.1f} | {r} | {summary} |" for s, w, r, summary in rows],
     ]
     report = "\n".join(lines) + "\n"
-    (RESULTS / "cpu_suite.md").write_text(report)
+    if not SMOKE:
+        (RESULTS / "cpu_suite.md").write_text(report)
     print(report)
     return 0
 

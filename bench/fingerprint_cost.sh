@@ -25,6 +25,7 @@ timed() {
   table_row "$mode" "$run" "$wall" "$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')"
 }
 
+"$script" "$python" --stdlib-only >/dev/null # fails here, not as empty rows, if it cannot run
 table_row python "$python"
 for scope in host --stdlib-only; do
   flags=()

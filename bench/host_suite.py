@@ -282,9 +282,8 @@ def pytest_command(python: str) -> list[str]:
     ]
 
 
-def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: str, extra=None):
-    """One plain pytest process, as `label`'s variant runs it (`extra`: more environment):
-    (process, wall, summary line)."""
+def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: str):
+    """One plain pytest process, as `label`'s variant runs it: (process, wall, summary line)."""
     source, variant = variant_of(label)
     caches = KERNEL_CACHE / "pytest"  # bytecode here, compiled once (bench/plain_env.py)
     env = plain_env.plain_pytest_env(
@@ -294,7 +293,6 @@ def run_pytest(label: str, declared, python: str, kernels: pathlib.Path, *args: 
         python,
         kernels=kernels,
         declared_variants=declared[source],
-        **(extra or {}),
     )
     cmd = pytest_command(python)
     proc, wall = timed([*cmd, *args], env=env)
@@ -370,17 +368,14 @@ def run_alone(
     declared,
     python: str,
     state: str,
-    kernels: pathlib.Path = ALONE_KERNELS,
-    extra: dict[str, str] | None = None,
 ) -> float:
-    """One fresh plain pytest process that runs only `node_id`, as `label`'s variant runs it
-    (`extra`: more environment), its kernel caches in `kernels` `state`: cold (emptied first)
-    or warm (as the run before left them). bench/case_alone.py's runs too."""
+    """One fresh plain pytest process that runs only `node_id`, as `label`'s variant runs it,
+    its kernel caches in ALONE_KERNELS `state`: cold (emptied first) or warm (as the run before
+    left them)."""
     if state == "cold":
-        shutil.rmtree(kernels, ignore_errors=True)
-    proc, wall, summary = run_pytest(label, declared, python, kernels, node_id, extra=extra)
-    shown = "".join(f" {k}={v}" for k, v in (extra or {}).items())
-    log(f"alone {node_id} [{variant_of(label)[1]}], {state}{shown}: {wall:.1f} s, {summary}")
+        shutil.rmtree(ALONE_KERNELS, ignore_errors=True)
+    proc, wall, summary = run_pytest(label, declared, python, ALONE_KERNELS, node_id)
+    log(f"alone {node_id} [{variant_of(label)[1]}], {state}: {wall:.1f} s, {summary}")
     if proc.returncode:
         raise RuntimeError(f"{node_id} alone failed: {summary}")
     return wall

@@ -32,11 +32,10 @@ def plain_pytest_env(
     python: str,
     kernels: pathlib.Path | None = None,
     declared_variants: list[str] | None = None,
-    **extra: str,
 ) -> dict[str, str]:
     """This process's environment as a plain pytest run of `variant` with `python` needs it,
     bytecode under `caches`, kernel caches under `kernels` (default `caches`), the source's
-    targets `declared_variants` (its torch_test's variants); `extra` last."""
+    targets `declared_variants` (its torch_test's variants)."""
     env = {
         k: v
         for k, v in without_compiler_variables(os.environ).items()
@@ -62,5 +61,4 @@ def plain_pytest_env(
     if not prefix.is_dir():
         subprocess.run([python, "-I", bytecode.__file__, "compile", str(prefix)], check=True)
     bytecode.configure(env, str(prefix))
-    env.update(extra)
     return env

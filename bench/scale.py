@@ -60,7 +60,6 @@ sys.path.insert(0, str(ROOT))
 from bench import host_suite, plain_env  # noqa: E402
 from tools.python import host_mode  # noqa: E402
 from tools.results import bep, facts, junit  # noqa: E402
-from tools.runner import pytest_runner  # noqa: E402
 from tools.runner.session import child  # noqa: E402
 
 PACKAGE = "bench/_scale"
@@ -292,7 +291,7 @@ def breakdown(python: str, rounds: int = 3) -> list[str]:
     env.update(TEST_TMPDIR=str(work), TEST_SRCDIR=str(work), TEST_TARGET="//bench:breakdown")
     plugin = ["-p", "tools.runner.session.plugin", "-p", "no:cacheprovider", "-q"]
     inventory = work / "inventory.json"
-    runner = [python, pytest_runner.__file__]
+    runner = [python, str(ROOT / "tools" / "runner" / "pytest_runner.py")]
     steps = {
         "interpreter start (`python -c pass`)": [python, "-c", "pass"],
         "`import pytest`": [python, "-c", "import pytest"],

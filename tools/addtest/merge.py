@@ -13,6 +13,9 @@ import tomllib
 
 from tools.addtest import stanza
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["read_build"]
+
 MARKER = "# add_test: generated "
 _MARKER_LINE = re.compile(r"^# add_test: generated ([0-9a-f]{12})$")
 HEADER = "# Written by tools/add_test.py; edit freely: an entry you change is yours and is kept.\n"

@@ -37,6 +37,9 @@ the report adds the evidence ("infra-like, on the candidate only").
 import dataclasses
 import re
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["difference", "judge"]
+
 
 @dataclasses.dataclass(frozen=True)
 class Cause:

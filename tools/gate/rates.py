@@ -28,6 +28,18 @@ import dataclasses
 import math
 import statistics
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = [
+    "CONFIDENCE",
+    "Count",
+    "MAX_RUNS",
+    "NOT_DECIDED",
+    "REGRESSED",
+    "SIDES",
+    "decide",
+    "settle",
+]
+
 CONFIDENCE = 0.99
 MAX_RUNS = 5
 SIDES = ("baseline", "candidate")

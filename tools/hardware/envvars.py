@@ -16,6 +16,9 @@ import pathlib
 
 from tools.hardware.table import read_literals
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["COMMON_ENV", "PREFIX"]
+
 # Not resolved: inside Bazel this is the runfiles tree, whose envvars.bzl is a declared input.
 ENVVARS_BZL = pathlib.Path(os.path.abspath(__file__)).with_name("envvars.bzl")
 

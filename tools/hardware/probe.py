@@ -18,6 +18,9 @@ import subprocess
 
 from tools.hardware import envvars, spec
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["host_gpu_count"]
+
 
 def visible_gpu_count() -> int:
     """GPUs this process may use, without creating a CUDA context in it.

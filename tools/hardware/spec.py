@@ -32,6 +32,9 @@ from collections.abc import Mapping
 
 from tools.hardware import envvars
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["Spec"]
+
 # The Spec fields that reach a target in its recorded runfile, not in the entry.
 RECORDED = ("durations", "gpu_peak_mib")
 

@@ -12,6 +12,9 @@ import functools
 import os
 import pathlib
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["table"]
+
 # Not resolved: inside Bazel this is the runfiles tree, whose variants.bzl is a declared input.
 ROOT = pathlib.Path(os.path.abspath(__file__)).parents[2]
 VARIANTS_BZL = ROOT / "tools" / "build_defs" / "variants.bzl"

@@ -20,7 +20,6 @@ RECORDS = "bench/results/"
 ELSEWHERE = {
     "TORCH_TEST_BAZEL_BUNDLE": "tools/bazel",
     "TORCH_TEST_BAZEL_BUNDLE_CACHE": "tools/bundle/bazel_from_bundle.sh",
-    "TORCH_TEST_BENCH_NONCE": "bench/gate.py",
 }
 NAME = re.compile(rf"\b{envvars.PREFIX}[A-Z0-9_]*[A-Z0-9]\b")
 ATTRIBUTE = re.compile(r"\benvvars\.([A-Za-z_]\w*)")

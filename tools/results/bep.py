@@ -50,6 +50,9 @@ import re
 import urllib.parse
 import urllib.request
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["Attempt", "SKIPPED", "Target", "read"]
+
 SKIPPED = "SKIPPED"
 NO_STATUS = "NO STATUS"
 FAILED_TO_BUILD = "FAILED TO BUILD"

@@ -12,6 +12,9 @@ its log (`first_error`).
 
 from tools.results import bep, record
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["first_error", "lease_row", "of", "peak_rss_mib", "wall_s"]
+
 # Frames of a stopped case's stack shown per hang: the innermost ones say where it hung.
 STACK_LINES = 12
 

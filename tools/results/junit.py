@@ -40,6 +40,9 @@ import xml.etree.ElementTree as ET
 
 from tools.results import record
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["Case", "cases"]
+
 NEVER_RAN = "never_ran"
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfail", "xpass", NEVER_RAN)
 _XPASS_PREFIXES = ("[XPASS(strict)]", "Unexpected success", "xfail-marked test passes unexpectedly")

@@ -1,5 +1,5 @@
 """One `bazel test` invocation as rows, a row per shard (a SKIPPED target one row): the run
-tables of bench/multi_gpu_table.py and of the GPU-host rig (tools/remote/gpu_host) read them.
+tables of the GPU-host rig (tools/remote/gpu_host) read them.
 
 Each row: label, status, and for a shard that ran: cached, "N of M", its cases per column
 (junit.shard_counts), the test action's seconds and its GPU lease (the runner's record:

@@ -32,6 +32,9 @@ import os
 import subprocess
 import sys
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["configure"]
+
 # @pypi's folder of bytecode, beside fingerprint.txt.
 PREFIX_DIR = "pycache"
 FINGERPRINT = "fingerprint.txt"

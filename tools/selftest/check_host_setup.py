@@ -20,11 +20,9 @@ import subprocess
 import sys
 
 from tools.hardware import envvars
-from tools.python import host_mode
 from tools.selftest.harness import ROOT, Checks, Scratch
 
-# What tools/bazel setup writes is what the Python tools read: one name for both.
-SETUP_FILE = host_mode.SETUP_FILE
+SETUP_FILE = ".torch_test_host_python"  # where tools/bazel setup writes the mode
 HOST_LINE = "tools/bazel: host mode: "
 PINNED_LINE = "tools/bazel: pinned mode"
 PROBE = "//tools/selftest:probe_plain"

@@ -79,6 +79,16 @@ def _rig() -> str | None:
     return None
 
 
+def _host_mode() -> str | None:
+    from tools.python import host_mode
+
+    python = host_mode.host_python()
+    if python is None:
+        return "pinned mode: no host interpreter (tools/bazel setup --host-python=PATH)"
+    found = subprocess.run([python, "-c", "import torch, pytest"], capture_output=True)
+    return None if found.returncode == 0 else f"{python} cannot import torch and pytest"
+
+
 def _chromium() -> str | None:
     if shutil.which("chromium"):
         return None
@@ -90,6 +100,7 @@ NEEDS = {
     "network": ("the package index (pip downloads, a venv, a lock)", _network),
     "venv": ("python3 -m venv with pip (throw-away interpreters)", _venv),
     "gpu": ("an NVIDIA GPU", _gpu),
+    "host-mode": ("this checkout on a host interpreter with torch (GPU images)", _host_mode),
     "rig": ("the loopback REAPI rig: Python >= 3.13 for BuildGrid, root", _rig),
     "chromium": ("a headless browser (Debian's chromium)", _chromium),
 }

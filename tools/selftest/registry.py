@@ -31,6 +31,14 @@ def _module(name: str) -> tuple[str, ...]:
     return ("python3", "-m", name)
 
 
+def _bench(name: str, what: str, cost_s: int, needs: tuple, script: str, base="none") -> Check:
+    """A bench's smoke run: its smallest real run, its raw output in a folder thrown away."""
+    scratch = 'd="$(mktemp -d)" && trap \'rm -rf "$d"\' EXIT && export RESULTS_DIR="$d" && '
+    return Check(
+        f"bench-{name}", f"smoke: {what}", cost_s, needs, ("bash", "-c", scratch + script), base
+    )
+
+
 # In `--all`'s order. First what needs no Bazel (seconds: a broken tree shows at once), then
 # the workspace's server while its analysis is warm from the suite, the gate last there; then
 # the rest, the rig's check first (its waits overlap the other lane's work under --parallel),
@@ -47,11 +55,11 @@ CHECKS = (
     Check(
         "plumbing",
         "tools/hardware/spec.py alone reads a target's spec and its run's runtime record; every "
-        "TORCH_TEST_* name the tree uses is defined",
-        1,
+        "TORCH_TEST_* name the tree uses is defined; Python tools ask tools/bazel for the mode",
+        2,
         (),
         ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
-        + ("tools/hardware/test_plumbing.py",),
+        + ("tools/hardware/test_plumbing.py", "tools/python/tests/test_host_mode.py"),
         "none",
     ),
     Check(
@@ -71,6 +79,42 @@ CHECKS = (
         (),
         ("python3", "bench/gate_rates.py", "--cases", "300", "--check"),
         "none",
+    ),
+    Check(
+        "bench-imports",
+        "bench/ uses of tools/ only what its modules export (__all__); each bench has a smoke",
+        4,
+        (),
+        ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tools/selftest/test_bench.py"),
+        "none",
+    ),
+    _bench(
+        "inventory-cost",
+        "bench/inventory_cost.sh on a file of seven trivial tests",
+        4,
+        (),
+        "bench/inventory_cost.sh python3 1 tools/selftest/probe_shards.py",
+    ),
+    _bench(
+        "fingerprint-cost",
+        "bench/fingerprint_cost.sh on a venv without pip",
+        8,
+        ("venv",),
+        'python3 -m venv --without-pip "$d/v" && bench/fingerprint_cost.sh "$d/v/bin/python3" 1',
+    ),
+    _bench(
+        "runner-cost",
+        "bench/runner_cost.py, this checkout against itself on 3 cases",
+        10,
+        ("host-mode",),
+        '"$(tools/bazel host-python)" bench/runner_cost.py --before . --tests 3 --runs 1',
+    ),
+    _bench(
+        "bytecode-cost",
+        "bench/bytecode_cost.sh, one run per condition (inductor's ISA check: most of it)",
+        220,
+        ("host-mode",),
+        'bench/bytecode_cost.sh "$(tools/bazel host-python)" 1',
     ),
     Check(
         "gate-page",
@@ -112,6 +156,40 @@ CHECKS = (
         3,
         ("bazel",),
         ("tools/selftest/check_filters.sh",),
+        "workspace",
+    ),
+    _bench(
+        "cpu-suite",
+        "bench/cpu_suite.py --smoke: its every step on one plain py_test",
+        30,
+        ("bazel",),
+        "python3 bench/cpu_suite.py --smoke",
+        "workspace",
+    ),
+    _bench(
+        "scale",
+        "bench/scale.py: 2 generated trivial targets, analysis and warm no-op",
+        40,
+        ("bazel", "host-mode"),
+        "python3 bench/scale.py --shape trivial --analysis 2 --noop --no-compare",
+        "workspace",
+    ),
+    _bench(
+        "upstream-cost",
+        "bench/upstream_cost.sh, one round on an upstream-style fixture",
+        60,
+        ("bazel", "host-mode"),
+        'TORCH_TEST_PYTHON="$(tools/bazel host-python)" bench/upstream_cost.sh '
+        "test_upstream_device_type 1",
+        "workspace",
+    ),
+    _bench(
+        "host-suite",
+        "bench/host_suite.py on the GPU targets of //dynamo_tests, Bazel's run alone",
+        240,
+        ("bazel", "gpu", "host-mode"),
+        "HOST_SUITE_TARGETS=//dynamo_tests:all python3 bench/host_suite.py --tag-filters gpu "
+        "--no-pytest --alone 0 --no-warm",
         "workspace",
     ),
     Check(
@@ -202,6 +280,18 @@ CHECKS = (
         ("bazel", "network", "venv"),
         _module("tools.selftest.check_host_setup"),
         "scratch",
+    ),
+    _bench(
+        "upstream-dir",
+        "bench/upstream_dir.py on a folder of one trivial file",
+        150,
+        ("bazel", "host-mode"),
+        'mkdir "$d/tiny" && printf \'def test_one():\\n    pass\\n\' >"$d/tiny/test_tiny.py" && '
+        '"$(tools/bazel host-python)" -m venv --without-pip --system-site-packages "$d/v" && '
+        'TORCH_TEST_PYTHON="$d/v/bin/python3" python3 bench/upstream_dir.py "$d/tiny" '
+        '--venv "$d/v" --scratch "$d/scratch" --out "$d/report.md"; s=$?; '
+        '(cd "$d/scratch" && tools/bazel shutdown); exit $s',
+        "own",
     ),
     Check(
         "pinned-interpreter",

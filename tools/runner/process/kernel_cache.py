@@ -38,6 +38,9 @@ import pathlib
 
 from tools.runner.process import build_identity, on_import, private_dirs
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["ROOT"]
+
 ROOT = pathlib.Path(f"/tmp/torch_tests_kernels_{os.getuid()}")
 MODULE = "torch._inductor.codecache"
 _PATCHED = "_torch_test_kernel_cache"

@@ -12,6 +12,9 @@ import os
 import pathlib
 import stat
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["ensure"]
+
 
 class NotPrivate(Exception):
     """A cache folder that others made or may use."""

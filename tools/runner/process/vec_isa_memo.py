@@ -37,6 +37,9 @@ import sys
 from tools.hardware import envvars
 from tools.runner.process import build_identity, on_import, private_dirs
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["summary", "watch"]
+
 MODULE = "torch._inductor.cpu_vec_isa"
 OFF = "off"
 # Beside the kernel caches (tools/runner/process/kernel_cache.py), but kept when those are emptied:

@@ -36,6 +36,9 @@ from tools.runner.process import descendants, lifetime, process_env, witness
 from tools.runner.session import collection_record, node_ids, threads, user_filter
 from tools.runner.session import ledger as ledger_plugin
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["COMMAND", "INVENTORY"]
+
 COMMAND = [sys.executable, "-m", "tools.runner.session.child"]
 SESSION, INVENTORY, FORK_INVENTORY = "--session", "--inventory", "--fork-inventory"
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
