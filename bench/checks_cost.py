@@ -1,6 +1,8 @@
 """What the project's own checks cost, one commit's tree against another's, each as a fresh machine.
 
     python3 bench/checks_cost.py --base f0ced77 [--head HEAD] [--targets //...] [--out FILE]
+    python3 bench/checks_cost.py --smoke     (both sides: this checkout on its own server, one
+                                              probe target; what a tree change can break)
 
 For each tree, both at once (so both meet the same load on a shared host): a fresh clone of
 the commit, a new Bazel output user root (so Bazel's install base, @pypi and every runfiles tree
@@ -78,13 +80,16 @@ def target_cpu(target: bep.Target) -> tuple[float, bool, str]:
     return cpu, measured, target.status
 
 
-def measure(commit: str, scratch: pathlib.Path, targets: list[str]) -> dict:
+def measure(commit: str, scratch: pathlib.Path, targets: list[str], smoke=False) -> dict:
     tree, user_root = scratch / "tree", scratch / "bazel_root"
-    subprocess.run(["git", "clone", "-q", "--shared", str(ROOT), str(tree)], check=True)
-    subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--detach", commit], check=True)
     env = {**os.environ, "PIP_CACHE_DIR": str(scratch / "pip_cache")}
-    move_kernel_caches(scratch / "kernel_caches_aside")
     bazel = ["nice", "-n", "19", str(tree / "tools" / "bazel"), f"--output_user_root={user_root}"]
+    if smoke:  # this checkout as it is, on its own server and caches
+        tree, env, bazel = ROOT, dict(os.environ), [str(ROOT / "tools" / "bazel")]
+    else:
+        subprocess.run(["git", "clone", "-q", "--shared", str(ROOT), str(tree)], check=True)
+        subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--detach", commit], check=True)
+        move_kernel_caches(scratch / "kernel_caches_aside")
     events, log = scratch / "events.json", scratch / "bazel.log"
     load0, (busy0, _) = os.getloadavg()[0], cpu_jiffies()
     _, fetch_s = timed([*bazel, "fetch", "//..."], tree, env, log)
@@ -98,8 +103,9 @@ def measure(commit: str, scratch: pathlib.Path, targets: list[str]) -> dict:
         capture_output=True,
         text=True,
     ).stdout.strip()
-    subprocess.run([*bazel, "shutdown"], cwd=tree, env=env, capture_output=True)
-    shutil.rmtree(user_root, ignore_errors=True)  # chmod'ed read-only by Bazel: best effort
+    if not smoke:
+        subprocess.run([*bazel, "shutdown"], cwd=tree, env=env, capture_output=True)
+        shutil.rmtree(user_root, ignore_errors=True)  # chmod'ed read-only by Bazel: best effort
     return {
         "commit": subprocess.check_output(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"])
         .decode()
@@ -168,20 +174,26 @@ def report(args, sides: dict[str, dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", required=True)
+    parser.add_argument("--base")
     parser.add_argument("--head", default="HEAD")
     parser.add_argument("--targets", nargs="+", default=["//..."])
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench/results/checks_cost.md")
+    parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        args.base, args.targets = "HEAD", ["//tools/selftest:probe_plain"]
+        args.out = pathlib.Path(os.environ.get("RESULTS_DIR", tempfile.gettempdir())) / "cc.md"
+    elif not args.base:
+        parser.error("--base is required (or --smoke)")
 
     def side(name: str) -> dict:
         scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"checks_cost_{name}_"))
         try:
-            return measure(getattr(args, name), scratch, args.targets)
+            return measure(getattr(args, name), scratch, args.targets, args.smoke)
         finally:  # the clone, its pip cache and the kernel caches moved aside
             subprocess.run(["rm", "-rf", str(scratch)], check=False)
 
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    with concurrent.futures.ThreadPoolExecutor(1 if args.smoke else 2) as pool:
         sides = dict(zip(("base", "head"), pool.map(side, ("base", "head")), strict=True))
     args.out.write_text(report(args, sides))
     print(args.out.read_text())

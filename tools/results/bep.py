@@ -51,7 +51,7 @@ import urllib.parse
 import urllib.request
 
 # What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
-__all__ = ["Attempt", "SKIPPED", "Target", "read"]
+__all__ = ["Attempt", "GREEN", "SKIPPED", "Target", "read"]
 
 SKIPPED = "SKIPPED"
 NO_STATUS = "NO STATUS"

@@ -116,6 +116,14 @@ CHECKS = (
         ("host-mode",),
         'bench/bytecode_cost.sh "$(tools/bazel host-python)" 1',
     ),
+    _bench(
+        "checks-cost",
+        "bench/checks_cost.py --smoke: this checkout's own server on one probe target",
+        15,
+        ("bazel",),
+        "python3 bench/checks_cost.py --smoke",
+        "workspace",
+    ),
     Check(
         "gate-page",
         "the gate's report.html in headless chromium: its DOM counts what report.json holds; "
