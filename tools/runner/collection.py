@@ -18,11 +18,14 @@ different case, one case twice and another never.
   a user's value and keeps it, under `bazel test`, `bazel run` and on remote workers alike.
 * A fixed seed alone does not make ids mean one thing: object hashes and reprs follow memory
   addresses, values may come from a random generator, the host or the process's temporary
-  directory. So the inventory runs with another hash seed and another TMPDIR, and each shard
-  of a sharded target compares case -> parameter reprs of the cases both processes collected
-  with what its test process collected (`recorder`, before any selection); a case whose id
-  differs between them is never run (tools/runner/verdict.py). A difference fails the shard,
-  naming it: if two processes on one host disagree, shards elsewhere can too. Cost: one more
+  directory. So the inventory runs with another hash seed, another TMPDIR and no shard's
+  index (child.inventory_env: every shard's inventory is one collection), and each shard of a
+  sharded target compares case -> parameter reprs of what its test process collected
+  (`recorder`, before any selection) with the inventory's: a case whose parameters differ, or
+  that only the test process collected (a conftest reading TEST_SHARD_INDEX: the shard would
+  give it to one that never collects it), fails the shard, naming it: if two processes on one
+  host disagree, shards elsewhere can too. A case only the inventory holds is never run here
+  (tools/runner/verdict.py). Cost: one more
   collection per target (the test module's imports), in parallel with the tests
   (bench/inventory_cost.sh).
 """
@@ -109,15 +112,16 @@ class Check:
             return 0, ""  # the tests never collected: their own failure says why
         with open(recorded) as f:
             ours = json.load(f)
-        theirs = {case: info["params"] for case, info in found["items"].items()}
-        both = ours.keys() & theirs.keys()  # the inventory's own gaps are the verdict's
-        lines = differences({k: ours[k] for k in both}, {k: theirs[k] for k in both})
+        # What only the inventory holds is the verdict's (never ran); what only this shard's
+        # process collected, the other shards may never collect, so none would run it.
+        theirs = {case: info["params"] for case, info in found["items"].items() if case in ours}
+        lines = differences(ours, theirs)
         if not lines:
             return 0, ""
         shown = "\n  ".join(lines[:_SHOWN]) + ("\n  ..." if len(lines) > _SHOWN else "")
         return 1, (
             f"this target's collection differs between two processes (PYTHONHASHSEED="
-            f"{self.seed} and {self.other}), so its shards may not partition one collection "
+            f"{self.seed} and {self.other}, the second without the shard's index), so its shards may not partition one collection "
             f"(a case run twice, another never); give such parameters ids "
             f"(pytest.param(..., id=...)) or an order (a list, sorted()):\n  {shown}"
         )

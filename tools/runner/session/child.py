@@ -130,13 +130,15 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
 
 def inventory_env(env, workdir: str) -> dict[str, str]:
     """What the inventory's process changes of the tests' environment: nothing the target
-    configures reaches it (no user options), another TMPDIR (ids built from the process's
+    configures reaches it (no user options), no shard's index (every shard's inventory is one
+    collection, tools/runner/collection.py), another TMPDIR (ids built from the process's
     temporary directory differ between shards, each of which has its own), and one OpenMP
     thread (it runs no test; a thread per core only spins while torch imports: bench/scale.py
     --breakdown; bench/results/scale_2026-11-26_nvidia-h100-x1.md)."""
     tmp = os.path.join(workdir, "inventory_tmp")
     os.makedirs(tmp, exist_ok=True)
-    changed = {k: None for k in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS") if k in env}
+    unset = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS")
+    changed = {k: None for k in unset if k in env}
     return {**changed, "TMPDIR": tmp, "OMP_NUM_THREADS": "1"}
 
 

@@ -88,6 +88,33 @@ def test_a_stable_collection_is_partitioned(tmp_path):
     assert sorted(seen) == [f"test_activation[case{i}]" for i in range(3)]
 
 
+# A conftest that defines a case in shard 1's processes only (it reads its shard's index).
+ONE_SHARDS_CASE = """
+import os
+
+import pytest
+
+
+def pytest_generate_tests(metafunc):
+    if "only" in metafunc.fixturenames:
+        only = ["here"] if os.environ.get("TEST_SHARD_INDEX") == "1" else []
+        metafunc.parametrize("only", only)
+"""
+
+
+def test_a_case_one_shard_alone_defines_fails_that_shard(tmp_path):
+    # Shard 1 would give test_only[here] to shard 0, which never collects it: each shard must
+    # split the one collection the inventory (no shard's index in its environment) holds.
+    (tmp_path / "conftest.py").write_text(ONE_SHARDS_CASE)
+    body = "def test_a():\n    pass\n\ndef test_b():\n    pass\n\ndef test_only(only):\n    pass\n"
+    test_file = write_tests(tmp_path, body)
+    env = bazel_env(tmp_path, TEST_TOTAL_SHARDS=2, TEST_SHARD_INDEX=1)
+    result = run_runner(test_file, env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if "only with this shard's seed:" in line]
+    assert lines and lines[0].endswith("/test_fixture.py::test_only[here]"), result.stderr
+
+
 def test_differences_name_missing_and_changed_ids():
     ours = {"a[x0]": {"x": "1"}, "b": {}}
     theirs = {"a[x0]": {"x": "2"}, "c": {}}
