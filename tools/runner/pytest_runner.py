@@ -7,8 +7,8 @@ The runner is three kinds of process, each code in its own folder:
                                  environment (composed here, in `child_env`, and nowhere else),
                                  the witness's socket; then the verdict (verdict.py) and the
                                  shard's record. What it decides for its processes goes into one
-                                 runtime record (tools/hardware/spec.py), its path their one
-                                 variable; the target's static facts come from the macro's spec,
+                                 runtime record (tools/hardware/spec.py), their one variable;
+                                 the target's static facts come from the macro's spec,
                                  decoded once and handed to the policies it calls
   the test process and the       tools/runner/session/: `child.py --session` runs pytest with
   inventory's (session/)         the plugin (variant selection, outcome audit, declared
@@ -373,7 +373,7 @@ def _run(argv: list[str], env) -> int:
             with _gpus_for(target, due, env, holder, leased, watches) as (gpu_env, gpu_facts):
                 child_env.update(gpu_env)
                 facts = spec.Runtime(deadline=due, witness=seen.address, **gpu_facts)
-                child_env.update(facts.write(short))
+                child_env.update(facts.env())
                 result, rec = _run_checked(args, child_env, ledger, check_args, short, seen, target)
         except gpu_lease.LeaseError as error:
             message = f"GPU lease failed: {error}"
