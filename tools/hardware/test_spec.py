@@ -145,4 +145,3 @@ def test_a_missing_recorded_file_is_named(tmp_path):
     entry = json.dumps({"recorded": str(tmp_path / "t.recorded.json")})
     with pytest.raises(spec.SpecError, match="t.recorded.json"):
         spec.spec({envvars.SPEC: entry})
-

@@ -77,7 +77,7 @@ from tools.runner import (
     witness,
 )
 from tools.runner.process import events as witness_events
-from tools.runner.session import child, collection_record, expectations, test_filter
+from tools.runner.session import child, expectations, test_filter
 from tools.runner.session import inventory as source_inventory
 
 
@@ -164,7 +164,6 @@ def _inventory_args(files: list[str], short: str, args: list[str]) -> list[str]:
 def _run_checked(
     args: list[str],
     env,
-    ledger: str,
     check_args: list[str],
     short: str,
     seen: witness.Witness,
@@ -180,10 +179,12 @@ def _run_checked(
     check = collection.Check(
         [*child.COMMAND, child.INVENTORY], check_args, env, short, forked=not sharded
     )
-    fork = [] if sharded else [child.FORK_INVENTORY, check.out, json.dumps(check_args)]
-    tests = [*child.COMMAND, child.SESSION, ledger, *fork, *args]
+    ledger = witness.Stream()  # the test process's ledger (session/ledger.py), as it writes it
+    streams = [ledger] if sharded else [ledger, check.out]
+    fork = [child.FORK_INVENTORY, str(check.out.fd), short, json.dumps(check_args)]
+    tests = [*child.COMMAND, child.SESSION, str(ledger.fd), *([] if sharded else fork), *args]
     try:
-        result = completion.run_session(tests, env, ledger)
+        result, done = completion.run_session(tests, env, ledger, streams)
         found, why = check.inventory()
     finally:
         check.cancel()
@@ -198,7 +199,6 @@ def _run_checked(
         # A failed collection: the tests' own output says why; a refused file: its line, below.
         rec.problems = [] if result or refused else [why]
     else:
-        done = completion.Record(ledger)
         try:
             rec = verdict.shard_record(found, done.excused, events, entries, variant, os.getcwd())
         except expectations.ExpectationError as error:  # a test two entries name, say
@@ -207,11 +207,11 @@ def _run_checked(
             rec.problems += _plugin_problems(events, done)
         rec.expectations = target.expectations
         if sharded:
-            status, unstable = check.stability(collection_record.record_path(ledger), found)
+            status, unstable = check.stability(done.collection, found)
             rec.problems += [unstable] if status else []
     # A file the runner cannot read as declared: its one line (the session's too) fails it.
     rec.problems += [refused] if refused else []
-    rec.interrupted, rec.interrupted_stack = child.interrupted(ledger)
+    rec.interrupted, rec.interrupted_stack = child.interrupted(done.interrupted)
     problems = verdict.problems(rec)
     if problems:
         shown = "\n  ".join(problems)
@@ -363,7 +363,6 @@ def _run(argv: list[str], env) -> int:
 
     with private_tmp.private_tmp() as short:
         args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
-        ledger = os.path.join(short, "ledger")
         seen = witness.Witness(short)  # bound before any test process starts
         holder = env.get("TEST_TARGET", argv[0])
         check_args = _inventory_args(child.sources(argv), short, argv[1:])
@@ -374,7 +373,7 @@ def _run(argv: list[str], env) -> int:
                 child_env.update(gpu_env)
                 facts = spec.Runtime(deadline=due, witness=seen.address, **gpu_facts)
                 child_env.update(facts.env())
-                result, rec = _run_checked(args, child_env, ledger, check_args, short, seen, target)
+                result, rec = _run_checked(args, child_env, check_args, short, seen, target)
         except gpu_lease.LeaseError as error:
             message = f"GPU lease failed: {error}"
             print(message, file=sys.stderr)

@@ -82,9 +82,7 @@ def refused(args: list[str], env) -> list[str]:
     found = []
     for name, value, shown in _options(given):
         if (
-            name in REFUSED
-            or name == "-p" and value in disabling
-            or _sets_addopts(name, value)
+            name in REFUSED or name == "-p" and value in disabling or _sets_addopts(name, value)
         ) and shown not in found:
             found.append(shown)
     return found

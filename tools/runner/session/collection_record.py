@@ -5,7 +5,6 @@ inventory (tools/runner/session/inventory.py); compared by the runner (tools/run
 """
 
 import json
-import os
 import re
 
 # Reprs that differ between processes only by where an object lives.
@@ -35,8 +34,9 @@ def describe(items) -> dict[str, dict[str, str]]:
     return described
 
 
-def recorder(path: str):
-    """pytest plugin: writes what was collected, before any selection (variant, -k, shard).
+def recorder(ledger: int):
+    """pytest plugin: writes what was collected to the ledger (descriptor `ledger`), before any
+    selection (variant, -k, shard).
 
     A hook wrapper, so it sees the items before every plugin's selection, whatever their order.
     """
@@ -45,14 +45,9 @@ def recorder(path: str):
     class Recorder:
         @pytest.hookimpl(wrapper=True)
         def pytest_collection_modifyitems(self, items):
-            with open(path + ".tmp", "w") as f:
-                json.dump(describe(items), f)
-            os.replace(path + ".tmp", path)
+            from tools.runner.session import ledger as ledger_lines
+
+            ledger_lines.write(ledger, ledger_lines.COLLECTION, json.dumps(describe(items)))
             return (yield)
 
     return Recorder()
-
-
-def record_path(ledger: str) -> str:
-    """Where a sharded target's test process records its collection (`recorder`)."""
-    return ledger + ".collection"

@@ -142,8 +142,9 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, pytest; from tools.runner.session import collection_record as c; "
-            "pytest.main(sys.argv[2:], plugins=[c.recorder(sys.argv[1])])",
+            "import os, sys, pytest; from tools.runner.session import collection_record as c; "
+            "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT); "
+            "pytest.main(sys.argv[2:], plugins=[c.recorder(fd)])",
             str(out),
             str(test_file),
             "-k",
@@ -156,7 +157,9 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert sorted(json.loads(out.read_text())) == [  # case keys: the file's path, then the id
+    line = out.read_text()  # the ledger's line: `collection JSON`
+    assert line.startswith("collection "), code.stdout + code.stderr
+    assert sorted(json.loads(line.partition(" ")[2])) == [  # case keys: the file's path, the id
         f"{test_file}::test_a",
         f"{test_file}::test_b",
     ], code.stdout + code.stderr
@@ -164,18 +167,20 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
 
 def test_the_inventory_imports_with_one_thread_whatever_the_tests_get(tmp_path):
     # It runs no test: a thread per core only spins while torch imports (bench/scale.py
-    # --breakdown). The test process keeps its own budget.
+    # --breakdown). The test process keeps its own budget. No shard's index reaches it: every
+    # shard's inventory is one collection.
     shows_env = [
         sys.executable,
         "-c",
         "import json, os, sys; json.dump({'threads': os.environ.get('OMP_NUM_THREADS'),"
-        " 'seed': os.environ.get('PYTHONHASHSEED')}, open(sys.argv[1], 'w'))",
+        " 'seed': os.environ.get('PYTHONHASHSEED'), 'shard': os.environ.get('TEST_SHARD_INDEX')},"
+        " os.fdopen(int(sys.argv[1]), 'w'))",
     ]
     env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "16", "PYTHONHASHSEED": "0"}
+    env.update(TEST_SHARD_INDEX="1", TEST_TOTAL_SHARDS="2")
     check = collection.Check(shows_env, [], env, str(tmp_path))
-    check.proc.wait()
-    seen = json.loads((tmp_path / "inventory.json").read_text())
-    assert seen == {"threads": "1", "seed": "1"}
+    seen, _ = check.inventory()  # as its record: what it wrote to the runner's stream
+    assert seen == {"threads": "1", "seed": "1", "shard": None}
     assert env["OMP_NUM_THREADS"] == "16", "the tests' environment is not changed"
 
 
