@@ -4,8 +4,8 @@ A test process can exit before its tests ran: `os._exit(0)` in a test or in a li
 child-cleanup path, `pytest.exit(returncode=0)`. Bazel 4.2.3 ignores TEST_PREMATURE_EXIT_FILE
 and caches such a run as PASSED, and `os._exit` skips every Python cleanup. The runner
 therefore runs pytest in a child process (`run_session`) whose ledger
-(tools/runner/session/ledger.py) records the selection, each test started and finished, and
-the end of the session, each line the runner's as it is written, however the process ends.
+(tools/runner/session/ledger.py) records the selection, each test started, and the end of the
+session, each line the runner's as it is written, however the process ends.
 
 An exit status 0 is accepted here only if the session ended; the cases themselves are judged
 from what the witness saw (tools/runner/verdict.py), so a session that ended early, or a status
@@ -22,7 +22,6 @@ from tools.runner.session.ledger import (
     COLLECTION,
     ELSEWHERE,
     FILTERED,
-    FINISH,
     INTERRUPTED,
     SELECTED,
     SESSION_FINISHED,
@@ -32,7 +31,7 @@ from tools.runner.session.ledger import (
 
 class Record:
     def __init__(self, text: str):
-        self.selected, self.started, self.finished = [], [], set()  # case keys; node ids
+        self.selected, self.started = [], []  # case keys; node ids
         self.excused = set()  # given to another shard, or left out by the user's filter
         self.session_finished = False
         self.collection: dict | None = None  # a sharded target's (collection_record.py)
@@ -43,8 +42,6 @@ class Record:
                 self.selected.append(nodeid)
             elif event == START:
                 self.started.append(nodeid)
-            elif event == FINISH:
-                self.finished.add(nodeid)
             elif event in (ELSEWHERE, FILTERED):
                 self.excused.add(nodeid)
             elif event == SESSION_FINISHED:

@@ -211,7 +211,9 @@ def _run_checked(
             rec.problems += [unstable] if status else []
     # A file the runner cannot read as declared: its one line (the session's too) fails it.
     rec.problems += [refused] if refused else []
-    rec.interrupted, rec.interrupted_stack = child.interrupted(done.interrupted)
+    # The test running when Bazel's timeout interrupted the session, and its thread's stack.
+    said = done.interrupted if isinstance(done.interrupted, dict) else {}
+    rec.interrupted, rec.interrupted_stack = said.get("running") or None, said.get("stack")
     problems = verdict.problems(rec)
     if problems:
         shown = "\n  ".join(problems)

@@ -14,30 +14,16 @@ arguments are read as argparse reads them, short options in clusters (`-qo addop
 
 import shlex
 
-REFUSED = (
-    "--collect-only",
-    "--co",
-    "--collectonly",
-    "--setup-only",
-    "--setup-plan",
-    "--fixtures",
-    "--funcargs",
-    "--fixtures-per-test",
-    "--markers",
-    "--help",
-    "-h",
-    "--version",
-    "-V",
+REFUSED = set(
+    "--collect-only --co --collectonly --setup-only --setup-plan --fixtures --funcargs "
+    "--fixtures-per-test --markers --help -h --version -V".split()
 )
 
 
 # Plugins a target cannot run without (tools.runner.session.plugin registers the other). Other
 # doors (an ini file's addopts, a conftest) are closed by the runner's witness: a session whose
 # plugin never ran fails (tools/runner/pytest_runner.py _plugin_problems).
-REQUIRED_PLUGINS = (
-    "tools.runner.session.plugin",
-    "torch_test_outcome_audit",
-)
+REQUIRED_PLUGINS = ("tools.runner.session.plugin", "torch_test_outcome_audit")
 
 
 # `-o addopts=...` replaces the ini file's addopts: options this check never reads, such as
@@ -51,8 +37,7 @@ _SHORT_VALUED = "kmWcpor"
 
 def _options(given: list[str]):
     """(option, value or None, as written) of each option in `given`, as argparse reads them:
-    `--name=V` or `--override-ini V`; a cluster of short options (`-qsoV`, `-qo V`, `-o=V`),
-    whose first one that takes a value takes the rest of the cluster or the next argument."""
+    `--name=V`, `--override-ini V`, a cluster of short ones (`-qsoV`, `-qo V`, `-o=V`)."""
     i = 0
     while i < len(given):
         arg, i = given[i], i + 1
@@ -94,21 +79,19 @@ def _sets_addopts(name: str, value: str | None) -> bool:
 
 def message(options: list[str], test_file: str) -> str:
     """One line: the refused options, and why."""
-    why = []
-    if not all(_overrides_addopts(o) for o in options):
+    why, addopts = (
+        [],
+        [any(_sets_addopts(*o[:2]) for o in _options(s.split(" ", 1))) for s in options],
+    )
+    if not all(addopts):
         why.append(
             "they keep the tests from running, and a target passes only for tests that ran. To "
             f"list tests or fixtures, run pytest on the source directly: python3 -m pytest "
             f"{test_file} --collect-only"
         )
-    if any(_overrides_addopts(o) for o in options):
+    if any(addopts):
         why.append(
             "-o addopts replaces the ini file's addopts with options the runner never checks "
             "(it could switch the outcome audit off); give those options as they are"
         )
     return f"torch_test: refusing pytest option(s) {' '.join(options)}: {'; '.join(why)}"
-
-
-def _overrides_addopts(shown: str) -> bool:
-    """Whether `shown`, one of `refused`'s, is an `-o addopts=...`."""
-    return any(_sets_addopts(name, value) for name, value, _ in _options(shown.split(" ", 1)))

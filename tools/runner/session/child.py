@@ -37,20 +37,12 @@ import traceback
 
 from tools.hardware import variants
 from tools.runner.process import descendants, lifetime, process_env, witness
-from tools.runner.session import collection_record, node_ids, threads, user_filter
 from tools.runner.session import ledger as ledger_plugin
+from tools.runner.session import node_ids, threads, user_filter
 
 COMMAND = [sys.executable, "-m", "tools.runner.session.child"]
 SESSION, INVENTORY, FORK_INVENTORY = "--session", "--inventory", "--fork-inventory"
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
-
-
-def interrupted(said: dict | None) -> tuple[str | None, str | None]:
-    """(node id of the test that was running, its thread's stack, innermost frame last) of a
-    session that Bazel's timeout interrupted, as its ledger says (`said`); else (None, None)."""
-    if not isinstance(said, dict):
-        return None, None
-    return said.get("running") or None, said.get("stack")
 
 
 def _install_sigterm_handler(ledger: int) -> None:
@@ -122,8 +114,6 @@ def session(ledger: int, args: list[str], env=os.environ) -> int:
     plugins = [selector, ledger_plugin.plugin(ledger, selector, user), budget]
     if by_id:
         plugins.append(by_id)
-    if selector.total > 1:
-        plugins.append(collection_record.recorder(ledger))
     code = pytest.main(args, plugins=plugins)
     witness.report_kept_coroutines()
     return _exit_code(code, selector, env)

@@ -1,10 +1,10 @@
 """What the test process collected, as the shards' stability check compares it.
 
-Written by the test process of a sharded target (`recorder`, before any selection) and by the
-inventory (tools/runner/session/inventory.py); compared by the runner (tools/runner/collection.py).
+Written by the test process of a sharded target (in its ledger, before any selection) and by
+the inventory (tools/runner/session/inventory.py); compared by the runner
+(tools/runner/collection.py).
 """
 
-import json
 import re
 
 # Reprs that differ between processes only by where an object lives.
@@ -32,22 +32,3 @@ def describe(items) -> dict[str, dict[str, str]]:
         params = callspec.params if callspec else {}
         described[case_key(item)] = {k: _stable_repr(v) for k, v in sorted(params.items())}
     return described
-
-
-def recorder(ledger: int):
-    """pytest plugin: writes what was collected to the ledger (descriptor `ledger`), before any
-    selection (variant, -k, shard).
-
-    A hook wrapper, so it sees the items before every plugin's selection, whatever their order.
-    """
-    import pytest  # not at import: the runner's parent process never loads pytest
-
-    class Recorder:
-        @pytest.hookimpl(wrapper=True)
-        def pytest_collection_modifyitems(self, items):
-            from tools.runner.session import ledger as ledger_lines
-
-            ledger_lines.write(ledger, ledger_lines.COLLECTION, json.dumps(describe(items)))
-            return (yield)
-
-    return Recorder()

@@ -8,10 +8,9 @@ line written is the runner's however the process ends, and nothing can rewrite i
     elsewhere CASE         a test the shard selection gave to another shard
     filtered CASE          a test the user's own filter left out (user_filter.py)
     start NODEID           the test's setup begins
-    finish NODEID          its setup, call and teardown have reported
     session_finished       pytest's session ended (pytest_sessionfinish)
     collection JSON        a sharded target's collection, before any selection
-                           (collection_record.py)
+                           (collection_record.describe)
     interrupted JSON       {"running": NODEID, "stack": ...} of a session Bazel's timeout
                            interrupted (child.py)
 
@@ -22,11 +21,12 @@ the source's inventory (tools/runner/session/inventory.py), and a test of the va
 for any other reason (a conftest's selection, say) fails the target as never run.
 """
 
+import json
 import os
 
-from tools.runner.session.collection_record import case_key
+from tools.runner.session.collection_record import case_key, describe
 
-SELECTED, START, FINISH, SESSION_FINISHED = "selected", "start", "finish", "session_finished"
+SELECTED, START, SESSION_FINISHED = "selected", "start", "session_finished"
 ELSEWHERE, FILTERED = "elsewhere", "filtered"
 COLLECTION, INTERRUPTED = "collection", "interrupted"
 
@@ -47,7 +47,7 @@ def plugin(fd: int, shards=None, user=None):
     import pytest
 
     class Ledger:
-        """pytest plugin of the child process: records what was selected, started and finished."""
+        """pytest plugin of the child process: records what was selected and started."""
 
         def _write(self, event: str, nodeid: str = "") -> None:
             write(fd, event, nodeid)
@@ -55,6 +55,8 @@ def plugin(fd: int, shards=None, user=None):
         @pytest.hookimpl(wrapper=True)
         def pytest_collection_modifyitems(self, config, items):
             collected = list(items)  # outermost: before any selection
+            if shards and shards.total > 1:  # the shards' stability check (collection.py)
+                self._write(COLLECTION, json.dumps(describe(collected)))
             result = yield
             kept = {id(i) for i in items}
             dropped = [i for i in collected if id(i) not in kept]
@@ -73,9 +75,6 @@ def plugin(fd: int, shards=None, user=None):
 
         def pytest_runtest_logstart(self, nodeid, location):
             self._write(START, nodeid)
-
-        def pytest_runtest_logfinish(self, nodeid, location):
-            self._write(FINISH, nodeid)
 
         def pytest_sessionfinish(self, session, exitstatus):
             self._write(SESSION_FINISHED)

@@ -142,9 +142,10 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
         [
             sys.executable,
             "-c",
-            "import os, sys, pytest; from tools.runner.session import collection_record as c; "
+            "import os, sys, types, pytest; from tools.runner.session import ledger; "
             "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT); "
-            "pytest.main(sys.argv[2:], plugins=[c.recorder(fd)])",
+            "shards = types.SimpleNamespace(total=2, elsewhere=[]); "
+            "pytest.main(sys.argv[2:], plugins=[ledger.plugin(fd, shards)])",
             str(out),
             str(test_file),
             "-k",
@@ -157,7 +158,7 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
         capture_output=True,
         text=True,
     )
-    line = out.read_text()  # the ledger's line: `collection JSON`
+    line = out.read_text().splitlines()[0]  # the ledger's first line: `collection JSON`
     assert line.startswith("collection "), code.stdout + code.stderr
     assert sorted(json.loads(line.partition(" ")[2])) == [  # case keys: the file's path, the id
         f"{test_file}::test_a",
