@@ -495,7 +495,7 @@ def test_default_timeout_stays_inside_bazels(monkeypatch, tmp_path):
     # The runner's deadline already leaves Bazel its margin: the harness uses it as it is, and
     # does not derive a second one from TEST_TIMEOUT.
     def deadline(seconds):
-        monkeypatch.setenv(*spec.Runtime(deadline=seconds).write(tmp_path).popitem())
+        monkeypatch.setenv(*spec.Runtime(deadline=seconds).env().popitem())
 
     monkeypatch.delenv(envvars.RUNTIME, raising=False)
     monkeypatch.setenv("TEST_TIMEOUT", "250")

@@ -74,7 +74,7 @@ def test_gpu_memory_cap_waits_for_cuda_and_covers_every_device(monkeypatch, tmp_
     monkeypatch.delenv(envvars.RUNTIME, raising=False)
     memory_cap.cap_gpu_memory()
     assert queued == [], "no shared GPUs, no cap"
-    monkeypatch.setenv(*spec.Runtime(gpu_memory_fraction=0.5).write(tmp_path).popitem())
+    monkeypatch.setenv(*spec.Runtime(gpu_memory_fraction=0.5).env().popitem())
     memory_cap.cap_gpu_memory()
     assert capped == [], "nothing may touch CUDA before the test does"
     (apply,) = queued

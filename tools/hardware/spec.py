@@ -11,8 +11,9 @@
            target, not one shared by every test, so a changed recorded number re-runs exactly
            its target and an unchanged one nothing (tools/selftest/check_cache.py).
   Runtime  what the runner decided for this run (its deadline, the host's GPUs, the GPU share,
-           the witness's socket): one JSON file in the runner's private temp dir, its path the
-           one entry it exports (envvars.RUNTIME) to every process it starts.
+           the witness's socket): one JSON entry (envvars.RUNTIME) in the environment of every
+           process it starts, no file: each process reads what it was started with, and no
+           process can rewrite another's.
 
 This module is the schema and the only reader of both: a new fact is a field here, set by its
 one writer (the macro, or the runner's `Runtime(...)`), and read by name, with no variable of
@@ -76,11 +77,9 @@ class Runtime:
     gpu_memory_fraction: float | None = None  # this test's share of its GPUs, if shared
     witness: str | None = None  # the runner's socket for what test bodies did
 
-    def write(self, folder: str | os.PathLike) -> dict[str, str]:
-        """Writes the record into `folder`; returns the entry that names it for children."""
-        path = pathlib.Path(folder) / "runtime.json"
-        path.write_text(json.dumps(dataclasses.asdict(self)))
-        return {envvars.RUNTIME: str(path)}
+    def env(self) -> dict[str, str]:
+        """The environment entry that hands this record on to the processes started with it."""
+        return {envvars.RUNTIME: json.dumps(dataclasses.asdict(self))}
 
 
 class SpecError(ValueError):
@@ -161,12 +160,8 @@ def _recorded(path, tree: str | None) -> dict:
 
 
 def runtime(env: Mapping[str, str] = os.environ) -> Runtime:
-    """This run's Runtime, as the runner wrote it (defaults outside the runner)."""
-    path = env.get(envvars.RUNTIME)
-    if not path:
+    """This run's Runtime, as the runner handed it on (defaults outside the runner)."""
+    text = env.get(envvars.RUNTIME)
+    if not text:
         return Runtime()
-    try:
-        text = pathlib.Path(path).read_text()
-    except OSError as error:  # the runner is gone: its record with it
-        raise SpecError(f"{envvars.RUNTIME}={path}: {error}") from None
-    return _checked(Runtime, json.loads(text), path)
+    return _checked(Runtime, json.loads(text), envvars.RUNTIME)

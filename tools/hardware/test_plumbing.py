@@ -44,7 +44,7 @@ def _is_test(path: str) -> bool:
 
 
 def test_only_the_reader_reads_the_spec_and_the_runtime_record():
-    # Tests write them as fixtures (spec.Spec(...).env(), spec.Runtime(...).write()); a
+    # Tests write them as fixtures (spec.Spec(...).env(), spec.Runtime(...).env()); a
     # module that names them could read them behind the reader's back.
     plumbing = re.compile(
         r"envvars\.(SPEC|RUNTIME)\b|PLUMBING\b|" + "|".join(envvars.PLUMBING.values())

@@ -18,11 +18,14 @@ different case, one case twice and another never.
   a user's value and keeps it, under `bazel test`, `bazel run` and on remote workers alike.
 * A fixed seed alone does not make ids mean one thing: object hashes and reprs follow memory
   addresses, values may come from a random generator, the host or the process's temporary
-  directory. So the inventory runs with another hash seed and another TMPDIR, and each shard
-  of a sharded target compares case -> parameter reprs of the cases both processes collected
-  with what its test process collected (`recorder`, before any selection); a case whose id
-  differs between them is never run (tools/runner/verdict.py). A difference fails the shard,
-  naming it: if two processes on one host disagree, shards elsewhere can too. Cost: one more
+  directory. So the inventory runs with another hash seed, another TMPDIR and no shard's
+  index (child.inventory_env: every shard's inventory is one collection), and each shard of a
+  sharded target compares case -> parameter reprs of what its test process collected
+  (`recorder`, before any selection) with the inventory's: a case whose parameters differ, or
+  that only the test process collected (a conftest reading TEST_SHARD_INDEX: the shard would
+  give it to one that never collects it), fails the shard, naming it: if two processes on one
+  host disagree, shards elsewhere can too. A case only the inventory holds is never run here
+  (tools/runner/verdict.py). Cost: one more
   collection per target (the test module's imports), in parallel with the tests
   (bench/inventory_cost.sh).
 """
@@ -31,6 +34,7 @@ import json
 import os
 import subprocess
 
+from tools.runner import witness
 from tools.runner.session import child
 
 SEED_ENV = "PYTHONHASHSEED"
@@ -65,7 +69,7 @@ class Check:
     def __init__(self, command: list[str], args: list[str], env, workdir: str, forked=False):
         self.seed = env.get(SEED_ENV, DEFAULT_SEED)
         self.other = self.seed if forked else other_seed(self.seed)
-        self.out = os.path.join(workdir, "inventory.json")
+        self.out = witness.Stream()  # its record, as it writes it (a forked one's: `out.fd`)
         self.log = os.path.join(workdir, "inventory.log")
         self.args = args
         self.proc = None
@@ -76,11 +80,13 @@ class Check:
         child_env = {k: v for k, v in {**env, **changed}.items() if v is not None}
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
-                [*command, self.out, *args],
+                [*command, str(self.out.fd), *args],
                 env=child_env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                pass_fds=[self.out.fd],
             )
+        self.out.given()
 
     def cancel(self) -> None:
         if self.proc is None:
@@ -94,30 +100,31 @@ class Check:
         process has ended)."""
         if self.proc is not None:
             self.proc.wait()
-        if not os.path.exists(self.out):
+        try:
+            return json.loads(self.out.text()), ""
+        except ValueError:  # none, or cut short: it never finished
             tail = ""
             if os.path.exists(self.log):
                 with open(self.log) as f:
                     tail = f.read()[-3000:]
             return None, f"the inventory of the source (collected beside the tests) failed:\n{tail}"
-        with open(self.out) as f:
-            return json.load(f), ""
 
-    def stability(self, recorded: str, found: dict) -> tuple[int, str]:
-        """0 and "" when the tests' collection (in `recorded`) means what the inventory's does."""
-        if not os.path.exists(recorded):
+    def stability(self, ours: dict | None, found: dict) -> tuple[int, str]:
+        """0 and "" when the tests' collection (`ours`, as their ledger says) means what the
+        inventory's does."""
+        if ours is None:
             return 0, ""  # the tests never collected: their own failure says why
-        with open(recorded) as f:
-            ours = json.load(f)
-        theirs = {case: info["params"] for case, info in found["items"].items()}
-        both = ours.keys() & theirs.keys()  # the inventory's own gaps are the verdict's
-        lines = differences({k: ours[k] for k in both}, {k: theirs[k] for k in both})
+        # What only the inventory holds is the verdict's (never ran); what only this shard's
+        # process collected, the other shards may never collect, so none would run it.
+        theirs = {case: info["params"] for case, info in found["items"].items() if case in ours}
+        lines = differences(ours, theirs)
         if not lines:
             return 0, ""
         shown = "\n  ".join(lines[:_SHOWN]) + ("\n  ..." if len(lines) > _SHOWN else "")
         return 1, (
             f"this target's collection differs between two processes (PYTHONHASHSEED="
-            f"{self.seed} and {self.other}), so its shards may not partition one collection "
-            f"(a case run twice, another never); give such parameters ids "
+            f"{self.seed} and {self.other}, the second without the shard's index), so its "
+            f"shards may not partition one collection (a case run twice, another never); give "
+            f"such parameters ids "
             f"(pytest.param(..., id=...)) or an order (a list, sorted()):\n  {shown}"
         )

@@ -7,8 +7,8 @@ The runner is three kinds of process, each code in its own folder:
                                  environment (composed here, in `child_env`, and nowhere else),
                                  the witness's socket; then the verdict (verdict.py) and the
                                  shard's record. What it decides for its processes goes into one
-                                 runtime record (tools/hardware/spec.py), its path their one
-                                 variable; the target's static facts come from the macro's spec,
+                                 runtime record (tools/hardware/spec.py), their one variable;
+                                 the target's static facts come from the macro's spec,
                                  decoded once and handed to the policies it calls
   the test process and the       tools/runner/session/: `child.py --session` runs pytest with
   inventory's (session/)         the plugin (variant selection, outcome audit, declared
@@ -77,7 +77,7 @@ from tools.runner import (
     witness,
 )
 from tools.runner.process import events as witness_events
-from tools.runner.session import child, collection_record, expectations, test_filter
+from tools.runner.session import child, expectations, test_filter
 from tools.runner.session import inventory as source_inventory
 
 
@@ -164,7 +164,6 @@ def _inventory_args(files: list[str], short: str, args: list[str]) -> list[str]:
 def _run_checked(
     args: list[str],
     env,
-    ledger: str,
     check_args: list[str],
     short: str,
     seen: witness.Witness,
@@ -180,10 +179,12 @@ def _run_checked(
     check = collection.Check(
         [*child.COMMAND, child.INVENTORY], check_args, env, short, forked=not sharded
     )
-    fork = [] if sharded else [child.FORK_INVENTORY, check.out, json.dumps(check_args)]
-    tests = [*child.COMMAND, child.SESSION, ledger, *fork, *args]
+    ledger = witness.Stream()  # the test process's ledger (session/ledger.py), as it writes it
+    streams = [ledger] if sharded else [ledger, check.out]
+    fork = [child.FORK_INVENTORY, str(check.out.fd), short, json.dumps(check_args)]
+    tests = [*child.COMMAND, child.SESSION, str(ledger.fd), *([] if sharded else fork), *args]
     try:
-        result = completion.run_session(tests, env, ledger)
+        result, done = completion.run_session(tests, env, ledger, streams)
         found, why = check.inventory()
     finally:
         check.cancel()
@@ -198,7 +199,6 @@ def _run_checked(
         # A failed collection: the tests' own output says why; a refused file: its line, below.
         rec.problems = [] if result or refused else [why]
     else:
-        done = completion.Record(ledger)
         try:
             rec = verdict.shard_record(found, done.excused, events, entries, variant, os.getcwd())
         except expectations.ExpectationError as error:  # a test two entries name, say
@@ -207,11 +207,13 @@ def _run_checked(
             rec.problems += _plugin_problems(events, done)
         rec.expectations = target.expectations
         if sharded:
-            status, unstable = check.stability(collection_record.record_path(ledger), found)
+            status, unstable = check.stability(done.collection, found)
             rec.problems += [unstable] if status else []
     # A file the runner cannot read as declared: its one line (the session's too) fails it.
     rec.problems += [refused] if refused else []
-    rec.interrupted, rec.interrupted_stack = child.interrupted(ledger)
+    # The test running when Bazel's timeout interrupted the session, and its thread's stack.
+    said = done.interrupted if isinstance(done.interrupted, dict) else {}
+    rec.interrupted, rec.interrupted_stack = said.get("running") or None, said.get("stack")
     problems = verdict.problems(rec)
     if problems:
         shown = "\n  ".join(problems)
@@ -363,7 +365,6 @@ def _run(argv: list[str], env) -> int:
 
     with private_tmp.private_tmp() as short:
         args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
-        ledger = os.path.join(short, "ledger")
         seen = witness.Witness(short)  # bound before any test process starts
         holder = env.get("TEST_TARGET", argv[0])
         check_args = _inventory_args(child.sources(argv), short, argv[1:])
@@ -373,8 +374,8 @@ def _run(argv: list[str], env) -> int:
             with _gpus_for(target, due, env, holder, leased, watches) as (gpu_env, gpu_facts):
                 child_env.update(gpu_env)
                 facts = spec.Runtime(deadline=due, witness=seen.address, **gpu_facts)
-                child_env.update(facts.write(short))
-                result, rec = _run_checked(args, child_env, ledger, check_args, short, seen, target)
+                child_env.update(facts.env())
+                result, rec = _run_checked(args, child_env, check_args, short, seen, target)
         except gpu_lease.LeaseError as error:
             message = f"GPU lease failed: {error}"
             print(message, file=sys.stderr)

@@ -332,8 +332,9 @@ def shard_record(
         for key, info in inventory["items"].items()
         if info["variant"] == variant and key not in excused
     }
-    # A case the session ran that the inventory lacks (an item a plugin made of its own) is
-    # judged too: it expects nothing of itself, so only a real pass of it is green.
+    # A case the session ran that the inventory lacks (made by the target's args or ini file:
+    # a plugin they name, `python_functions`) is judged too: it expects nothing of itself, so
+    # only a real pass of it is green.
     ours.update({key: {} for key, s in seen.items() if s.begun and key not in ours})
     declared, _ = expectations.assign(entries, sorted(ours))
     expectations.check_passes(declared, {key: info.get("xfail") for key, info in ours.items()})

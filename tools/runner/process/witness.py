@@ -90,8 +90,6 @@ class _State:
     channel: socket.socket | None = None
     case: dict | None = None  # the running case: {"path": ..., "name": ...}
     item = None  # its pytest item
-    cases_begun: list = []  # every case begun, by the number in its frame's name
-    body_of: dict | None = None  # the case whose body is running (`_Body`)
 
 
 _state = _State()
@@ -206,8 +204,8 @@ def _wrap_protocol(module) -> None:
         try:
             # Through a frame named for the case: a coroutine made in any of its phases keeps
             # that name in its origin (report_kept_coroutines).
-            through = _frame_named(f"{_CASE_FRAME}{len(_state.cases_begun)}")
-            _state.cases_begun.append(_state.case)
+            case = _state.case
+            through = _frame_named(f"{_CASE_FRAME}{case['path']}::{case['name']}")
             return through(lambda: run(item, log=log, nextitem=nextitem))
         finally:
             send(events.END)
@@ -279,29 +277,31 @@ def _body(fn, what: str):
     return body
 
 
-def _witnessed_call(call, what: str) -> None:
-    """Runs a test body, `call()`, telling the witness it entered and then returned or raised;
-    a body that returns anything but None fails (`reject`)."""
-    with _Body(what) as body:
+def _witnessed_call(call, what: str, own: bool = True) -> None:
+    """Runs a test body, `call()`, telling the witness (where it is the running case's `own`)
+    that it entered and then returned or raised; a body that returns anything but None fails
+    (`reject`)."""
+    with _Body(what, own) as body:
         body.returned(call())
 
 
+def _own_test(test: unittest.TestCase) -> bool:
+    """Whether `test` is the running case's own TestCase (pytest's item of it). An inner suite
+    that a test, a fixture or a setUp runs (unittest's runner on a TestCase of its own, whose
+    failure it asserts) is judged by what runs it: its bodies and subtests tell nothing, in
+    any thread or a process forked meanwhile. Outside a case (a rank's process) each is."""
+    item = _state.item
+    return item is None or getattr(item, "instance", None) is test
+
+
 class _Body:
-    """A test body while it runs: tells the witness it entered, then returned or raised.
+    """A test body while it runs: tells the witness it entered, then returned or raised."""
 
-    Only the running case's outermost body is its body: a test that runs an inner suite
-    (unittest's runner on a TestCase of its own, whose failure it asserts) judges those inner
-    cases itself, so their bodies tell nothing (in any thread, or a process forked meanwhile).
-    """
-
-    def __init__(self, what: str):
-        self.what = what
-        case = _state.case
-        self.outermost = case is None or _state.body_of is not case
+    def __init__(self, what: str, own: bool = True):
+        self.what, self.own = what, own
 
     def __enter__(self):
-        if self.outermost:
-            _state.body_of = _state.case
+        if self.own:
             send(events.ENTER)
         return self
 
@@ -310,8 +310,7 @@ class _Body:
             reject(result, self.what)
 
     def __exit__(self, kind, exc, traceback) -> bool:
-        if self.outermost:
-            _state.body_of = None
+        if self.own:
             if exc is None:
                 send(events.RETURN)
             else:
@@ -325,11 +324,11 @@ def check_returns() -> None:
     methods outside pytest (test_utils' ranks)."""
 
     def _call_test_method(self, method):
-        _witnessed_call(method, self.id())
+        _witnessed_call(method, self.id(), _own_test(self))
 
     def _call_async_test_method(self, method):
         # Awaits a coroutine in the case's own loop.
-        _witnessed_call(lambda: self._callMaybeAsync(method), self.id())
+        _witnessed_call(lambda: self._callMaybeAsync(method), self.id(), _own_test(self))
 
     unittest.TestCase._callTestMethod = _call_test_method
     unittest.IsolatedAsyncioTestCase._callTestMethod = _call_async_test_method
@@ -390,8 +389,8 @@ def _case_of_frame(name: str) -> dict | None:
     """The case whose protocol a frame of this name ran, or None."""
     if not name.startswith(_CASE_FRAME):
         return None
-    number = name[len(_CASE_FRAME) :]
-    return _state.cases_begun[int(number)] if number.isdigit() else None
+    path, _, case = name[len(_CASE_FRAME) :].partition("::")
+    return {"path": path, "name": case}
 
 
 def report_kept_coroutines() -> None:
@@ -439,8 +438,11 @@ def _watch_subtests() -> None:
     def witnessed_sub_test(self, msg=sentinel, **params):
         with sub_test(self, msg, **params):
             outcome = self._outcome
-            if _state.case is None or outcome is None or not outcome.result_supports_subtests:
-                yield  # no subtest (a result without subTest support): failures are the body's
+            supported = outcome is not None and outcome.result_supports_subtests
+            if _state.case is None or not supported or not _own_test(self):
+                # No subtest of the case's (a result without subTest support: failures are
+                # the body's; an inner suite's: its runner's).
+                yield
                 return
             sub = self._subtest
             text = None if sub._message is sentinel else sub._message

@@ -1,9 +1,12 @@
 """The test process: pytest on the target's sources, or the inventory of them, run by the runner.
 
-    python -m tools.runner.session.child --session LEDGER PYTEST_ARGS...
-    python -m tools.runner.session.child --session LEDGER --fork-inventory OUT ARGS_JSON \
-        PYTEST_ARGS...
-    python -m tools.runner.session.child --inventory OUT PYTEST_ARGS...
+    python -m tools.runner.session.child --session LEDGER_FD PYTEST_ARGS...
+    python -m tools.runner.session.child --session LEDGER_FD --fork-inventory OUT_FD WORKDIR \
+        ARGS_JSON PYTEST_ARGS...
+    python -m tools.runner.session.child --inventory OUT_FD PYTEST_ARGS...
+
+LEDGER_FD and OUT_FD: descriptors the runner hands the process (tools/runner/witness.py
+Stream), which it reads as they are written: no file of them lies where a test could rewrite it.
 
 --session runs the tests, with the ledger (ledger.py), shard and node-id selection and the
 thread budget as plugins; it dies with the runner, dumps every thread's stack on Bazel's
@@ -30,11 +33,12 @@ import os
 import signal
 import sys
 import time
+import traceback
 
 from tools.hardware import variants
 from tools.runner.process import descendants, lifetime, process_env, witness
-from tools.runner.session import collection_record, node_ids, threads, user_filter
 from tools.runner.session import ledger as ledger_plugin
+from tools.runner.session import node_ids, threads, user_filter
 
 # What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
 __all__ = ["COMMAND", "INVENTORY"]
@@ -44,23 +48,7 @@ SESSION, INVENTORY, FORK_INVENTORY = "--session", "--inventory", "--fork-invento
 NO_TESTS = "no tests selected in this target (variant {variant}{filter}): check markers and filter"
 
 
-def interrupted(ledger: str) -> tuple[str | None, str | None]:
-    """(node id of the test that was running, its thread's stack, innermost frame last) of a
-    session that Bazel's timeout interrupted, as the test process left them beside its ledger;
-    else (None, None)."""
-    try:
-        with open(ledger + _INTERRUPTED) as f:
-            running, _, stack = f.read().partition("\n")
-    except FileNotFoundError:
-        return None, None
-    frames = [line for line in stack.splitlines() if line.startswith("  File ")]
-    return running or None, "\n".join(reversed(frames))  # faulthandler writes innermost first
-
-
-_INTERRUPTED = ".interrupted"
-
-
-def _install_sigterm_handler(ledger: str) -> None:
+def _install_sigterm_handler(ledger: int) -> None:
     # pytest captures fd 2 while a test runs; the dump must reach the real test log.
     log = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1)
     first_at = []
@@ -78,12 +66,15 @@ def _install_sigterm_handler(ledger: str) -> None:
         where = f" while running {running}" if running else ""
         print(f"\n*** SIGTERM (Bazel timeout?){where}: stacks of all threads ***", file=log)
         faulthandler.dump_traceback(file=log, all_threads=True)
-        # The same for the runner's record (tools/results/record.py), which no log is read for.
-        with open(ledger + _INTERRUPTED, "w") as record:
-            # pytest's value is `NODEID (PHASE)`: the record names the case.
-            record.write((running or "").rsplit(" (", 1)[0] + "\n")
-            record.flush()
-            faulthandler.dump_traceback(file=record, all_threads=False)  # the test's thread
+        # The same for the runner's record (tools/results/record.py), which no log is read for:
+        # the test's thread, as faulthandler writes a frame, innermost last.
+        stack = "\n".join(
+            f'  File "{f.filename}", line {f.lineno} in {f.name}'
+            for f in traceback.extract_stack(frame)
+        )
+        # pytest's value is `NODEID (PHASE)`: the record names the case.
+        said = {"running": (running or "").rsplit(" (", 1)[0], "stack": stack}
+        ledger_plugin.write(ledger, ledger_plugin.INTERRUPTED, json.dumps(said))
         raise KeyboardInterrupt("SIGTERM")
 
     signal.signal(signal.SIGTERM, on_sigterm)
@@ -102,8 +93,10 @@ def _exit_code(code: int, selector, env) -> int:
     return int(code)
 
 
-def session(ledger: str, args: list[str], env=os.environ) -> int:
-    """The child: runs pytest on `args`, recording its progress in `ledger`."""
+def session(ledger: int, args: list[str], env=os.environ) -> int:
+    """The child: runs pytest on `args`, recording its progress in the ledger (descriptor
+    `ledger`, which the processes the tests start do not inherit)."""
+    os.set_inheritable(ledger, False)
     descendants.export(env)  # the Python processes the tests start check themselves too
     witness.install_session(env)  # before pytest starts: what each test body does
     import pytest
@@ -124,8 +117,6 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
     plugins = [selector, ledger_plugin.plugin(ledger, selector, user), budget]
     if by_id:
         plugins.append(by_id)
-    if selector.total > 1:
-        plugins.append(collection_record.recorder(collection_record.record_path(ledger)))
     code = pytest.main(args, plugins=plugins)
     witness.report_kept_coroutines()
     return _exit_code(code, selector, env)
@@ -133,13 +124,15 @@ def session(ledger: str, args: list[str], env=os.environ) -> int:
 
 def inventory_env(env, workdir: str) -> dict[str, str]:
     """What the inventory's process changes of the tests' environment: nothing the target
-    configures reaches it (no user options), another TMPDIR (ids built from the process's
+    configures reaches it (no user options), no shard's index (every shard's inventory is one
+    collection, tools/runner/collection.py), another TMPDIR (ids built from the process's
     temporary directory differ between shards, each of which has its own), and one OpenMP
     thread (it runs no test; a thread per core only spins while torch imports: bench/scale.py
     --breakdown; bench/results/scale_2026-11-26_nvidia-h100-x1.md)."""
     tmp = os.path.join(workdir, "inventory_tmp")
     os.makedirs(tmp, exist_ok=True)
-    changed = {k: None for k in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS") if k in env}
+    unset = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS")
+    changed = {k: None for k in unset if k in env}
     return {**changed, "TMPDIR": tmp, "OMP_NUM_THREADS": "1"}
 
 
@@ -229,11 +222,13 @@ def sources(argv: list[str]) -> list[str]:
     return files
 
 
-def fork_inventory(out: str, args: list[str], workdir: str) -> int:
-    """Forks the inventory's process (`inventory`); returns its pid. It dies with the test
-    process, whose end the runner judges first."""
+def fork_inventory(out: int, args: list[str], workdir: str) -> int:
+    """Forks the inventory's process (`inventory`), which writes its record to descriptor `out`
+    (this process's copy closes); returns its pid. It dies with the test process, whose end
+    the runner judges first."""
     pid = os.fork()
     if pid:
+        os.close(out)
         return pid
     code = 70
     try:
@@ -252,13 +247,9 @@ def fork_inventory(out: str, args: list[str], workdir: str) -> int:
         os._exit(code)
 
 
-def _collection_record(ledger: str) -> str:
-    """Where the test process records its collection (tools/runner/collection.py)."""
-    return ledger + ".collection"
-
-
-def inventory(out: str, args: list[str]) -> int:
-    """The inventory's process: collects `args`, records every case and definition, runs none.
+def inventory(out: int, args: list[str]) -> int:
+    """The inventory's process: collects `args`, records every case and definition to
+    descriptor `out`, runs none.
 
     Its exit status means nothing; the record's existence says it collected.
     """
@@ -277,18 +268,19 @@ def inventory(out: str, args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) >= 5 and argv[0] == SESSION and argv[2] == FORK_INVENTORY:
-        ledger, out, inventory_args = argv[1], argv[3], json.loads(argv[4])
+    if len(argv) >= 6 and argv[0] == SESSION and argv[2] == FORK_INVENTORY:
+        ledger, out, workdir, inventory_args = int(argv[1]), int(argv[3]), argv[4], argv[5]
+        inventory_args = json.loads(inventory_args)
         _preload(sources(inventory_args))
-        pid = fork_inventory(out, inventory_args, os.path.dirname(out))
-        code = session(ledger, argv[5:])
+        pid = fork_inventory(out, inventory_args, workdir)
+        code = session(ledger, argv[6:])
         os.waitpid(pid, 0)  # the runner reads what it wrote once this process has ended
         return code
     if len(argv) >= 2 and argv[0] == SESSION:
-        return session(argv[1], argv[2:])
+        return session(int(argv[1]), argv[2:])
     if len(argv) >= 2 and argv[0] == INVENTORY:
-        return inventory(argv[1], argv[2:])
-    print(f"usage: {' '.join(COMMAND)} {SESSION}|{INVENTORY} PATH PYTEST_ARGS...", file=sys.stderr)
+        return inventory(int(argv[1]), argv[2:])
+    print(f"usage: {' '.join(COMMAND)} {SESSION}|{INVENTORY} FD PYTEST_ARGS...", file=sys.stderr)
     return 2
 
 

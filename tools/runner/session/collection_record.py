@@ -1,11 +1,10 @@
 """What the test process collected, as the shards' stability check compares it.
 
-Written by the test process of a sharded target (`recorder`, before any selection) and by the
-inventory (tools/runner/session/inventory.py); compared by the runner (tools/runner/collection.py).
+Written by the test process of a sharded target (in its ledger, before any selection) and by
+the inventory (tools/runner/session/inventory.py); compared by the runner
+(tools/runner/collection.py).
 """
 
-import json
-import os
 import re
 
 # Reprs that differ between processes only by where an object lives.
@@ -33,26 +32,3 @@ def describe(items) -> dict[str, dict[str, str]]:
         params = callspec.params if callspec else {}
         described[case_key(item)] = {k: _stable_repr(v) for k, v in sorted(params.items())}
     return described
-
-
-def recorder(path: str):
-    """pytest plugin: writes what was collected, before any selection (variant, -k, shard).
-
-    A hook wrapper, so it sees the items before every plugin's selection, whatever their order.
-    """
-    import pytest  # not at import: the runner's parent process never loads pytest
-
-    class Recorder:
-        @pytest.hookimpl(wrapper=True)
-        def pytest_collection_modifyitems(self, items):
-            with open(path + ".tmp", "w") as f:
-                json.dump(describe(items), f)
-            os.replace(path + ".tmp", path)
-            return (yield)
-
-    return Recorder()
-
-
-def record_path(ledger: str) -> str:
-    """Where a sharded target's test process records its collection (`recorder`)."""
-    return ledger + ".collection"

@@ -197,7 +197,7 @@ def _collect_text(report) -> str:
     return (lines[-1] if lines else report.longreprtext.strip())[-_ERROR_TEXT:]
 
 
-def recorder(out: str, sources: list[str], variant_of, not_applicable):
+def recorder(out: int, sources: list[str], variant_of, not_applicable):
     """pytest plugin of the inventory process: records every case and definition, runs none.
 
     A case is recorded as pytest's collection makes it (`pytest_itemcollected`, outermost):
@@ -275,9 +275,9 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
                 "uncollected": uncollected(defined, functions) + never_imported,
                 "unloaded": self.unloaded,
             }
-            with open(out + ".tmp", "w") as f:
-                json.dump(record, f)
-            os.replace(out + ".tmp", out)
+            data = json.dumps(record).encode()  # to the runner's stream (descriptor `out`)
+            while data:
+                data = data[os.write(out, data) :]
             # Nothing of the conftest's runs after the record (its session hooks, its
             # unconfigure): the record is the inventory's one product.
             sys.stdout.flush()

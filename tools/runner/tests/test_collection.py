@@ -88,6 +88,33 @@ def test_a_stable_collection_is_partitioned(tmp_path):
     assert sorted(seen) == [f"test_activation[case{i}]" for i in range(3)]
 
 
+# A conftest that defines a case in shard 1's processes only (it reads its shard's index).
+ONE_SHARDS_CASE = """
+import os
+
+import pytest
+
+
+def pytest_generate_tests(metafunc):
+    if "only" in metafunc.fixturenames:
+        only = ["here"] if os.environ.get("TEST_SHARD_INDEX") == "1" else []
+        metafunc.parametrize("only", only)
+"""
+
+
+def test_a_case_one_shard_alone_defines_fails_that_shard(tmp_path):
+    # Shard 1 would give test_only[here] to shard 0, which never collects it: each shard must
+    # split the one collection the inventory (no shard's index in its environment) holds.
+    (tmp_path / "conftest.py").write_text(ONE_SHARDS_CASE)
+    body = "def test_a():\n    pass\n\ndef test_b():\n    pass\n\ndef test_only(only):\n    pass\n"
+    test_file = write_tests(tmp_path, body)
+    env = bazel_env(tmp_path, TEST_TOTAL_SHARDS=2, TEST_SHARD_INDEX=1)
+    result = run_runner(test_file, env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if "only with this shard's seed:" in line]
+    assert lines and lines[0].endswith("/test_fixture.py::test_only[here]"), result.stderr
+
+
 def test_differences_name_missing_and_changed_ids():
     ours = {"a[x0]": {"x": "1"}, "b": {}}
     theirs = {"a[x0]": {"x": "2"}, "c": {}}
@@ -115,8 +142,10 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, pytest; from tools.runner.session import collection_record as c; "
-            "pytest.main(sys.argv[2:], plugins=[c.recorder(sys.argv[1])])",
+            "import os, sys, types, pytest; from tools.runner.session import ledger; "
+            "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT); "
+            "shards = types.SimpleNamespace(total=2, elsewhere=[]); "
+            "pytest.main(sys.argv[2:], plugins=[ledger.plugin(fd, shards)])",
             str(out),
             str(test_file),
             "-k",
@@ -129,7 +158,9 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert sorted(json.loads(out.read_text())) == [  # case keys: the file's path, then the id
+    line = out.read_text().splitlines()[0]  # the ledger's first line: `collection JSON`
+    assert line.startswith("collection "), code.stdout + code.stderr
+    assert sorted(json.loads(line.partition(" ")[2])) == [  # case keys: the file's path, the id
         f"{test_file}::test_a",
         f"{test_file}::test_b",
     ], code.stdout + code.stderr
@@ -137,18 +168,20 @@ def test_the_record_is_taken_before_any_selection(tmp_path):
 
 def test_the_inventory_imports_with_one_thread_whatever_the_tests_get(tmp_path):
     # It runs no test: a thread per core only spins while torch imports (bench/scale.py
-    # --breakdown). The test process keeps its own budget.
+    # --breakdown). The test process keeps its own budget. No shard's index reaches it: every
+    # shard's inventory is one collection.
     shows_env = [
         sys.executable,
         "-c",
         "import json, os, sys; json.dump({'threads': os.environ.get('OMP_NUM_THREADS'),"
-        " 'seed': os.environ.get('PYTHONHASHSEED')}, open(sys.argv[1], 'w'))",
+        " 'seed': os.environ.get('PYTHONHASHSEED'), 'shard': os.environ.get('TEST_SHARD_INDEX')},"
+        " os.fdopen(int(sys.argv[1]), 'w'))",
     ]
     env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "16", "PYTHONHASHSEED": "0"}
+    env.update(TEST_SHARD_INDEX="1", TEST_TOTAL_SHARDS="2")
     check = collection.Check(shows_env, [], env, str(tmp_path))
-    check.proc.wait()
-    seen = json.loads((tmp_path / "inventory.json").read_text())
-    assert seen == {"threads": "1", "seed": "1"}
+    seen, _ = check.inventory()  # as its record: what it wrote to the runner's stream
+    assert seen == {"threads": "1", "seed": "1", "shard": None}
     assert env["OMP_NUM_THREADS"] == "16", "the tests' environment is not changed"
 
 

@@ -8,6 +8,7 @@ before tools/runner/completion.py each of these was PASSED (and cached) by Bazel
 import os
 import pathlib
 import signal
+import textwrap
 import time
 
 import pytest
@@ -151,3 +152,51 @@ def test_the_test_process_exits_as_python_does_less_the_teardown(tmp_path):
     result = run_runner(test_file, bazel_env(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["atexit", "thread"]
+
+
+# The evidence a test process leaves is the runner's as it is written: a test that looks for
+# its ledger or its inventory's record in its TMPDIR, to rewrite them once written, finds none.
+# (The conftest drops test_dropped: red, unless the inventory forgets it.)
+REWRITES_THE_EVIDENCE = """
+    import json
+    import os
+    import time
+
+    def _rewrite(path, edit):
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(edit(text))
+
+    def _forget_dropped(text):
+        record = json.loads(text)
+        record["items"] = {k: v for k, v in record["items"].items() if "dropped" not in k}
+        return json.dumps(record)
+
+    def test_rewrites():
+        tmp = os.environ["TMPDIR"]
+        ledger, inventory = os.path.join(tmp, "ledger"), os.path.join(tmp, "inventory.json")
+        if not os.path.exists(ledger):
+            return
+        for _ in range(200):  # the forked inventory writes its record beside the tests
+            if os.path.exists(inventory):
+                break
+            time.sleep(0.05)
+        _rewrite(inventory, _forget_dropped)
+        _rewrite(ledger, lambda text: text.replace("selected", "started"))
+
+    def test_dropped():
+        pass
+    """
+
+DROPS = """
+    def pytest_collection_modifyitems(items):
+        items[:] = [item for item in items if "dropped" not in item.name]
+    """
+
+
+def test_the_evidence_cannot_be_rewritten_after_the_fact(tmp_path):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(DROPS))
+    result = run_runner(write_tests(tmp_path, REWRITES_THE_EVIDENCE), bazel_env(tmp_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "defined but never ran: test_fixture.py::test_dropped" in result.stderr

@@ -8,7 +8,8 @@ message, each through the real runner, and the removals beside them that must st
 - An async def awaited by a conftest's runner ran its body (tools/runner/process/witness.py
   witnesses it where it is awaited); one never awaited did not.
 - A test that runs an inner unittest suite and asserts its failure passed: the inner cases'
-  failures are the inner suite's, not the test's.
+  failures (and subtests) are the inner suite's, not the test's, whether its body, a fixture
+  or setUp ran it.
 - Shards partition the generated cases, and the stability check (tools/runner/collection.py)
   compares theirs too.
 """
@@ -112,6 +113,42 @@ RUNS_AN_INNER_SUITE = """
         assert not inner_result().wasSuccessful()
     """
 
+# The inner suite run before the outer body: in a fixture, in setUp; its subtests are its own.
+RUNS_AN_INNER_SUITE_FIRST = """
+    import io
+    import unittest
+
+    import pytest
+
+    class Inner(unittest.TestCase):
+        __test__ = False
+
+        def test_fails(self):
+            self.fail("the inner case's own failure")
+
+        def test_a_subtest_fails(self):
+            with self.subTest(i=1):
+                self.fail("the inner subtest's own failure")
+
+    def inner_result():
+        suite = unittest.defaultTestLoader.loadTestsFromTestCase(Inner)
+        return unittest.TextTestRunner(stream=io.StringIO()).run(suite)
+
+    @pytest.fixture
+    def inner():
+        return inner_result()
+
+    def test_a_fixture_ran_it(inner):
+        assert len(inner.failures) == 2
+
+    class TestSetUpRunsIt(unittest.TestCase):
+        def setUp(self):
+            self.inner = inner_result()
+
+        def test_reads_it(self):
+            self.assertEqual(len(self.inner.failures), 2)
+    """
+
 
 @pytest.mark.parametrize(
     "conftest, body, cases",
@@ -135,8 +172,21 @@ RUNS_AN_INNER_SUITE = """
                 "test_fixture.py::test_a_function_reports_it_too",
             ],
         ),
+        (
+            None,
+            RUNS_AN_INNER_SUITE_FIRST,
+            [
+                "test_fixture.py::test_a_fixture_ran_it",
+                "test_fixture.py::TestSetUpRunsIt::test_reads_it",
+            ],
+        ),
     ],
-    ids=["conftest-generates-cases", "conftest-awaits-async-def", "inner-unittest-suite"],
+    ids=[
+        "conftest-generates-cases",
+        "conftest-awaits-async-def",
+        "inner-unittest-suite",
+        "inner-unittest-suite-before-the-body",
+    ],
 )
 def test_what_plain_pytest_passes_the_target_passes(tmp_path, conftest, body, cases):
     result = run(tmp_path, body, conftest)

@@ -257,3 +257,45 @@ def test_only_an_override_of_addopts_is_refused():
     assert refused_options.refused(given, {}) == ["-o=addopts=-x"]
     line = refused_options.message(["-o=addopts=-x"], "test_x.py")
     assert "\n" not in line and "replaces the ini file's addopts" in line
+
+
+@pytest.mark.parametrize(
+    "given, shown",
+    [
+        (["-qo", f"addopts={NO_AUDIT}"], f"-qo addopts={NO_AUDIT}"),
+        ([f"-vsoaddopts={NO_AUDIT}"], f"-vsoaddopts={NO_AUDIT}"),
+        (["-qpno:torch_test_outcome_audit"], "-qpno:torch_test_outcome_audit"),
+        (["-vp", "no:tools.runner.session.plugin"], "-vp no:tools.runner.session.plugin"),
+        (["-qh"], "-qh"),
+    ],
+    ids=["q-then-o", "vs-then-o-joined", "q-then-p-joined", "v-then-p", "q-then-help"],
+)
+def test_short_options_are_read_in_clusters(given, shown):
+    # argparse reads `-qo V` as `-q -o V`: a cluster hides no option from the check.
+    from tools.runner import refused_options
+
+    assert refused_options.refused(given, {}) == [shown]
+
+
+def test_a_value_is_no_cluster_of_options():
+    # `-ko` is `-k o`, and `-k -h`'s value is not read as help: only options are checked.
+    from tools.runner import refused_options
+
+    given = ["-kohno", "-m", "addopts", "-rsx", "-W", "error", "-c", "-h.ini", "-k", "addopts="]
+    assert refused_options.refused(given, {}) == []
+
+
+def test_the_short_options_that_take_a_value_are_pytests():
+    from _pytest.config import get_config
+
+    from tools.runner import refused_options
+
+    parser = get_config()._parser.optparser
+    valued = {
+        name[1]
+        for action in parser._actions
+        if action.nargs != 0
+        for name in action.option_strings
+        if not name.startswith("--")
+    }
+    assert valued == set(refused_options._SHORT_VALUED)
