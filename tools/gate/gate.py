@@ -281,10 +281,7 @@ class Gate:
             return
         fixed = {role: "a saved run" for role, side in by_role.items() if side.kind == "results"}
         cases = {
-            n: {
-                role: rates.Count(*item["first_run"][role])
-                for role in ("baseline", "candidate")
-            }
+            n: {role: rates.Count(*item["first_run"][role]) for role in ("baseline", "candidate")}
             for n, item in enumerate(items)
         }
         logs = {n: [] for n in cases}

@@ -189,7 +189,7 @@ def read(path: str, variants, variant: str, cached: bool = False) -> list[Entry]
         if cached and entry.outcome == "flaky" and _DATE.fullmatch(entry.until):
             raise ExpectationError(
                 f"{path}: [[expect]] #{entry.index}: until {entry.until!r} is a date, and Bazel "
-                'caches this target\'s result, which would outlive it: give the torch_test tags = '
+                "caches this target's result, which would outlive it: give the torch_test tags = "
                 '["external"] (Bazel then runs it every time, as a quarantined case must), or '
                 "end the quarantine at a torch release"
             )
