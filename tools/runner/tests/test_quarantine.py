@@ -101,14 +101,6 @@ def test_a_dated_quarantine_on_a_cached_target_is_refused(tmp_path):
     assert line in result.record.problems, result.record.problems
 
 
-def test_a_quarantine_until_a_release_holds_on_a_cached_target(tmp_path):
-    # The torch under test is an input of the target: a new release re-runs it.
-    env = declare(tmp_path, quarantine(until="2.99"), cached=True)
-    result = run_fixture(tmp_path, FLAKES, env=env)
-    assert result.returncode == 0, result.output
-    assert recorded(result, "test_flaky").outcome == "quarantined"
-
-
 def test_the_macro_says_a_target_without_the_external_tag_is_cached():
     # This target has no `external` tag (tools/runner/tests/BUILD.bazel); plain pytest has no
     # spec, and no cache.
