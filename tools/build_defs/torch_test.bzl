@@ -278,6 +278,7 @@ def torch_test(
             "declared_features": used_by,
             "whole_gpu": bool(whole_gpu and row["gpus"]),
             "expectations": expectations_path,
+            "cached": "external" not in row["tags"] + tags,
             "recorded": recorded_path,
         }
         variant_env = dict(COMMON_ENV)

@@ -84,6 +84,8 @@ class CaseResult:
     times: tuple = ()  # seconds in every final run (--runs_per_test), for the spread
     failed_attempts: int = 0  # earlier attempts (--flaky_test_attempts) in which it failed
     attempts: int = 1
+    runs: int = 1  # final runs it ran in (--runs_per_test), and in how many of them it failed
+    failed_runs: int = 0  # (an earlier attempt's failure fails its run: a retry hides none)
     failed_message: str = ""  # the first failed attempt's message and log
     failed_log: str = ""
     stale: dict | None = None  # its body passed against this expectation (record.Case.stale)
@@ -144,7 +146,7 @@ def snapshot(targets: dict) -> dict:
     for label, target in targets.items():
         cases, peaks, errors, times = {}, [], [], {}
         hangs, never_collected, expectations, refused = [], set(), None, None
-        quarantines = {}
+        quarantines, ran_in, failed_in = {}, {}, {}  # case id -> {run}
         final = target.final_attempts()
         for attempt in final:
             rec = facts.of(attempt)
@@ -159,6 +161,9 @@ def snapshot(targets: dict) -> dict:
             if attempt.xml and attempt.xml.is_file():
                 for case in junit.cases(attempt.xml):
                     times.setdefault(case.id, []).append(case.time_s)
+                    ran_in.setdefault(case.id, set()).add(attempt.run)
+                    if case.outcome in BAD and not _stale(case):
+                        failed_in.setdefault(case.id, set()).add(attempt.run)
                     if case.quarantine is not None:
                         counted = quarantines.setdefault(
                             case.id, dict(case.quarantine, runs=0, failures=0)
@@ -189,9 +194,13 @@ def snapshot(targets: dict) -> dict:
                         result = cases[case.id]
                         result.attempts += 1
                         if case.outcome in BAD:
+                            failed_in.setdefault(case.id, set()).add(attempt.run)
                             result.failed_attempts += 1
                             result.failed_message = result.failed_message or case.message
                             result.failed_log = result.failed_log or str(attempt.log)
+        for case_id, result in cases.items():
+            result.runs = len(ran_in[case_id])
+            result.failed_runs = len(failed_in.get(case_id, set()) & ran_in[case_id])
         refused = refused or infra.target_evidence(None, target.bazel_error)
         hung = hangs[0] if hangs else None
         red = target.status not in bep.GREEN and target.status != bep.SKIPPED
@@ -393,16 +402,17 @@ def _not_run(case, side: str) -> str:
 
 def _rated(change: dict, old, new) -> dict:
     """The change, marked for rates (tools/gate/rates.py) where both sides ran the case as a
-    pass or a failure and one failed (a retry's failure counts): `first_run` holds whether it
-    failed on each side. Declared, xfail or skipped outcomes keep their own rules."""
+    pass or a failure and one failed (a retry's failure counts): `first_run` holds each side's
+    [failed runs, runs] (several with --repeat). Declared, xfail or skipped outcomes keep their
+    own rules."""
     outcomes = (old.outcome, new.outcome)
     if all(o in ("passed",) + BAD for o in outcomes) or (
         old.outcome == "xfail" and new.outcome in BAD
     ):
         if not (old.declared or new.declared):
             change["first_run"] = {
-                "baseline": old.outcome in BAD,
-                "candidate": new.outcome in BAD or bool(new.failed_attempts),
+                "baseline": [old.failed_runs, old.runs],
+                "candidate": [new.failed_runs, new.runs],
             }
     return change
 

@@ -29,8 +29,9 @@ side (a package missing there) is SKIPPED on that side, as under a pattern.
    --confidence (tools/gate/rates.py): regressed, fixed, flaky or broken on both, not decided.
    Every other regression's failing cases re-run twice more on the candidate: consistent,
    flaky, or not confirmed (the case did not run again).
-   --repeat N runs every candidate target N more times, judged whole (tools/gate/repeats.py):
-   any run not PASSED, or any case that does not pass in a run, is a flaky regression.
+   --repeat N gives each live side's run of step 2 N + 1 runs of every target (uncached): each
+   case's runs and failures on each side are its first counts for the rates, so a case that
+   passed the first run but fails now and then is found and decided as the re-runs decide.
 5. --bisect: each regressed case alone on every torch release between the sides
    (tools/gate/culprit.py): "first changed in 2.14.1 (2.13.0 passed, 2.14.0 passed, ...)".
 6. Writes report.md, report.json and report.html (one page: tools/gate/report_html.py) to --out
@@ -79,7 +80,6 @@ from tools.gate import (  # noqa: E402
     infra,
     patterns,
     rates,
-    repeats,
     report,
     report_html,
     sides,
@@ -228,8 +228,8 @@ class Gate:
         why = candidate.record(side.path).get("nodeps_missing_reason")
         return f"needs {', '.join(needed)}, missing in {side.path}" + (f": {why}" if why else "")
 
-    def reproduce(self, side, label: str, node_id: str | None, runs: int | None = None) -> str:
-        """The command that re-runs one regression on this side (`runs` times: a flake)."""
+    def reproduce(self, side, label: str, node_id: str | None) -> str:
+        """The command that re-runs one regression on this side."""
         env = {k: v for k, v in side.env({}).items()}
         base = self.output_base(side)
         if side.kind == "results":  # on the saved run's host, with its interpreter
@@ -241,8 +241,6 @@ class Gate:
         if base:
             parts.append(f"--output_base={shlex.quote(str(base))}")
         parts += ["test", "--nocache_test_results"]
-        if runs:
-            parts.append(f"--runs_per_test={runs}")
         if node_id:
             parts.append(shlex.quote(f"--test_env={NODE_IDS_ENV}={json.dumps([node_id])}"))
         return " ".join([*parts, label])
@@ -283,10 +281,7 @@ class Gate:
             return
         fixed = {role: "a saved run" for role, side in by_role.items() if side.kind == "results"}
         cases = {
-            n: {
-                role: rates.Count(int(item["first_run"][role]), 1)
-                for role in ("baseline", "candidate")
-            }
+            n: {role: rates.Count(*item["first_run"][role]) for role in ("baseline", "candidate")}
             for n, item in enumerate(items)
         }
         logs = {n: [] for n in cases}
@@ -350,11 +345,6 @@ class Gate:
                     if case.node_id in node_ids:
                         outcomes[case.node_id] = case.outcome
         return outcomes
-
-    def repeat(self, side, targets: list, times: int) -> dict:
-        """Every candidate target `times` more times, uncached (judged by tools/gate/repeats)."""
-        extra = [f"--runs_per_test={times}", "--nocache_test_results"]
-        return self.run(side, targets, "repeat", extra)
 
 
 def keep_evidence(targets: dict, out: pathlib.Path, name: str) -> dict:
@@ -544,7 +534,8 @@ def main(argv=None) -> int:
         type=int,
         default=0,
         metavar="N",
-        help="run every candidate target N more times (uncached) to find flaky cases",
+        help="run every target N more times on each side (uncached), each case decided on its "
+        "failure rates: finds cases that fail now and then",
     )
     parser.add_argument(
         "--bisect",
@@ -584,7 +575,7 @@ def main(argv=None) -> int:
         return EXIT_BAD_INPUT
     gate_sides = [sides.parse(role, spec) for role, spec in specs.items()]
     if args.repeat and gate_sides[1].kind == "results":
-        print("gate: --repeat re-runs the candidate; a saved run cannot be", file=sys.stderr)
+        print("gate: --repeat runs the candidate more often; a saved run cannot", file=sys.stderr)
         return EXIT_BAD_INPUT
     gate = Gate(args)
     try:
@@ -617,7 +608,10 @@ def main(argv=None) -> int:
         print(f"gate: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
-    runs = {side.role: gate.run(side, args.targets) for side in gate_sides}
+    runs = {
+        side.role: gate.run(side, args.targets, extra=first_runs(args.repeat))
+        for side in gate_sides
+    }
     # A saved run's targets the patterns do not select: not asked for, so not compared.
     outside = {
         label
@@ -656,12 +650,6 @@ def main(argv=None) -> int:
         item.pop("skip", None)
     _newly_declared(result, fingerprints["candidate"].get("torch"), args.accept_declared)
     _stale_edits(result, *(fingerprints[role].get("torch") for role in ("baseline", "candidate")))
-    if args.repeat:
-        repeated = _leave_out(
-            gate.repeat(by_role["candidate"], args.targets, args.repeat), left_out
-        )
-        seen = {(r["target"], r["case"]) for r in result["regressions"]}
-        result["regressions"] += repeats.regressions(repeated["targets"], snaps["baseline"], seen)
     gate.rate(by_role, result)
     to_confirm = [r for r in result["regressions"] if "confirmation" not in r]
     if to_confirm:
@@ -676,10 +664,7 @@ def main(argv=None) -> int:
         )
         say(f"bisect: {time.monotonic() - started_bisect:.0f} s")
     for item in result["regressions"]:
-        runs_per_test = 1 + args.repeat if item.get("repeat") else None
-        item["reproduce"] = gate.reproduce(
-            by_role["candidate"], item["target"], item["node_id"], runs_per_test
-        )
+        item["reproduce"] = gate.reproduce(by_role["candidate"], item["target"], item["node_id"])
 
     packages = {
         side.role: sides.packages(side, runs[side.role]["output_base"]) for side in gate_sides
@@ -750,6 +735,11 @@ def main(argv=None) -> int:
     verdict = report.verdict(data)
     print(f"gate: {verdict}; report: {gate.out / 'report.md'} (and report.json, report.html)")
     return code
+
+
+def first_runs(repeat: int) -> list:
+    """The `bazel test` flags of each side's own run: --repeat N more runs of every target."""
+    return [f"--runs_per_test={1 + repeat}", "--nocache_test_results"] if repeat else []
 
 
 def exit_code(result: dict) -> int:

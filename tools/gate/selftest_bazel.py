@@ -7,7 +7,7 @@ fixtures misbehave on the candidate side only, told by a role file this test wri
 side's `bazel test` (Gate.run is wrapped to do it). Checks what fake BEP/XML pairs cannot: what
 Bazel 4.2.3 and pytest really write for a FLAKY target, a TIMEOUT in a red target (SIGTERM's
 nameless testcase), a re-run of a parametrized id with a space, a case that ran on the
-baseline only, a skip and a class never collected on both sides, a repeat run that aborts
+baseline only, a skip and a class never collected on both sides, a --repeat run that aborts
 (SIGABRT) or skips, two runs saved by save_run compared as `results:` sides, and a (faked)
 GPU host whose GPUs neither side's torch can use.
 """
@@ -168,7 +168,7 @@ class GateThroughBazel(unittest.TestCase):
             data["target_status"][f"{FIXTURES}:skips_on_both_sides"]["candidate"], "FAILED"
         )
 
-    def test_repeat_runs_are_judged_whole(self):
+    def test_repeat_runs_every_target_again_on_both_sides(self):
         code, data, err = self._gate(
             f"{FIXTURES}:aborts_in_repeat", f"{FIXTURES}:skips_in_repeat", extra=["--repeat=1"]
         )
@@ -178,13 +178,16 @@ class GateThroughBazel(unittest.TestCase):
             for r in data["comparison"]["regressions"]
         }
         self.assertEqual(len(found), 2, found)
-        aborted = found[("aborts_in_repeat", "")]
-        self.assertEqual(aborted["candidate"], "FAILED in repeat run 1 of 1")
-        skipped = found[("skips_in_repeat", "test_sometimes_skips")]
-        self.assertEqual(skipped["candidate"], "skipped in repeat run 1 of 1")
+        # The candidate's second run of each: aborted after its case passed, or skipped it.
+        self.assertEqual(found[("aborts_in_repeat", "")]["candidate"], "FAILED")
+        self.assertEqual(found[("skips_in_repeat", "test_sometimes_skips")]["candidate"], "skipped")
         for item in found.values():
             self.assertTrue(pathlib.Path(item["log"]).is_file())
-            self.assertIn("--runs_per_test=2", item["reproduce"])
+        log = pathlib.Path(data["comparison"]["regressions"][0]["log"])
+        report = next(p for p in log.parents if p.name == "logs").parent
+        for role in ("baseline", "candidate"):
+            argv = (report / f"{role}.bazel.log").read_text().splitlines()[0]
+            self.assertIn("--runs_per_test=2", argv)
 
     def test_a_gpu_host_gates_the_cpu_variants_of_torches_that_cannot_use_its_gpus(self):
         """A fake 2-GPU host (nvidia-smi on PATH): the pinned side and a host-mode side whose

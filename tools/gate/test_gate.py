@@ -28,7 +28,6 @@ from tools.gate import (
     infra,
     patterns,
     rates,
-    repeats,
     report,
     report_html,
     save_run,
@@ -1237,78 +1236,42 @@ class RatesGateTest(unittest.TestCase):
 
 
 class RepeatTest(unittest.TestCase):
-    """--repeat N judged whole: every run's status and every case of every run."""
+    """--repeat N: each side's own runs, N + 1 of every target, counted per case and decided on
+    rates as the re-runs are (tools/gate/rates.py), not "any failure in a repeat is red"."""
 
-    def _repeat(self, runs: list, base=(("x", "passed"), ("y", "passed"))) -> list:
-        """Regressions of a repeat whose runs are (status, cases or None, log)."""
-        with tempfile.TemporaryDirectory() as tmp:
-            fake = Fake(pathlib.Path(tmp))
-            status = "PASSED" if all(c[1] == "passed" for c in base) else "FAILED"
-            base = fake.target("b", "//pkg:t", status, [list(base)])
-            repeated = bep.Target("//pkg:t", status="FAILED", run_count=len(runs))
-            for n, (status, cases, log) in enumerate(runs, 1):
-                one = fake.target(f"r{n}", "//pkg:t", status, [cases], log=log)
-                repeated.attempts.append(dataclasses.replace(one.attempts[0], run=n))
-            return repeats.regressions(
-                {"//pkg:t": repeated}, compare.snapshot({"//pkg:t": base}), set()
-            )
+    def _first_runs(self, runs: dict) -> dict:
+        """The comparison of first runs {side: [[(case, outcome), ...] per run]}."""
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        fake, label, snaps = Fake(pathlib.Path(tmp.name)), "//p:t", []
+        for side, side_runs in runs.items():
+            target = bep.Target(label, status="FAILED", run_count=len(side_runs))
+            for n, cases in enumerate(side_runs, 1):
+                one = fake.target(f"{side}{n}", label, "FAILED", [cases])
+                target.attempts.append(dataclasses.replace(one.attempts[0], run=n))
+            snaps.append(compare.snapshot({label: target}))
+        return compare.compare(*snaps)
 
-    def test_a_case_failing_only_in_a_repeat_is_a_flaky_regression(self):
-        (item,) = self._repeat(
-            [
-                ("PASSED", [("x", "passed"), ("y", "passed")], ""),
-                ("FAILED", [("x", "failed"), ("y", "passed")], ""),
-            ]
-        )
-        self.assertEqual((item["case"], item["node_id"]), ("m.C::x", "m.py::C::x"))
-        self.assertEqual(item["candidate"], "failed in repeat run 2 of 2")
-        self.assertTrue(item["confirmation"]["verdict"].startswith("flaky"))
-        self.assertTrue(item["log"].endswith("test.log"))
+    def test_every_run_of_a_repeat_counts_on_each_side(self):
+        flake = [[("flake", "passed")]] * 3 + [[("flake", "failed")]]
+        (item,) = self._first_runs({"b": flake, "c": flake[::-1]})["broken_both"] or [None]
+        self.assertEqual(item["first_run"], {"baseline": [1, 4], "candidate": [1, 4]})
 
-    def test_a_skip_in_a_repeat_is_a_flaky_regression(self):
-        (item,) = self._repeat(
-            [
-                ("PASSED", [("x", "passed"), ("y", "passed")], ""),
-                ("FAILED", [("x", "passed"), ("y", "skipped")], ""),
-            ]
-        )
-        self.assertEqual(
-            (item["case"], item["candidate"]), ("m.C::y", "skipped in repeat run 2 of 2")
-        )
+    def test_a_flake_of_both_sides_in_the_repeats_is_no_regression(self):
+        # Failing 1 of 4 runs on each side: flaky on both, decided on rates within the budget.
+        flake = [[("flake", "passed")]] * 3 + [[("flake", "failed")]]
+        result = self._first_runs({"b": flake, "c": flake[::-1]})
+        g = gate.Gate(argparse.Namespace(output_root="/x", out="/x", confidence=0.99, max_runs=4))
+        g.run = lambda *a: self.fail("re-ran cases whose 4 runs per side were already counted")
+        by_role = {r: types.SimpleNamespace(role=r, kind="python") for r in gate.rates.SIDES}
+        g.rate(by_role, result)
+        (item,) = result["flaky_both"]
+        self.assertEqual(item["rates"]["candidate"]["runs"], 4)
+        self.assertEqual(gate.exit_code(result), 0)
 
-    def test_a_run_killed_after_its_cases_passed_is_a_flaky_regression(self):
-        # SIGABRT at exit: every case passed, the run is FAILED ("FAILED in 1 out of 2").
-        (item,) = self._repeat(
-            [
-                ("PASSED", [("x", "passed"), ("y", "passed")], ""),
-                ("FAILED", [("x", "passed"), ("y", "passed")], "Fatal Python error: Aborted\n"),
-            ]
-        )
-        self.assertEqual(
-            (item["case"], item["candidate"], item["message"]),
-            (None, "FAILED in repeat run 2 of 2", "Fatal Python error: Aborted"),
-        )
-
-    def test_cases_a_killed_run_never_reached_are_flaky_regressions(self):
-        found = self._repeat(
-            [
-                ("PASSED", [("x", "passed"), ("y", "passed")], ""),
-                ("FAILED", None, "collected 2 items\nFatal Python error: Aborted\n"),
-            ]
-        )
-        self.assertEqual(
-            [(i["case"], i["candidate"]) for i in found],
-            [
-                ("m.C::x", "absent in repeat run 2 of 2 (FAILED)"),
-                ("m.C::y", "absent in repeat run 2 of 2 (FAILED)"),
-            ],
-        )
-
-    def test_passing_repeats_and_known_failures_are_no_regression(self):
-        runs = [("PASSED", [("x", "passed"), ("y", "passed")], "")] * 2
-        self.assertEqual(self._repeat(runs), [])
-        known = [("FAILED", [("x", "passed"), ("y", "failed")], "")] * 2
-        self.assertEqual(self._repeat(known, base=(("x", "passed"), ("y", "failed"))), [])
+    def test_repeat_runs_both_sides_n_more_times_in_their_own_runs(self):
+        self.assertEqual(gate.first_runs(2), ["--runs_per_test=3", "--nocache_test_results"])
+        self.assertEqual(gate.first_runs(0), [])
 
 
 class BadInputTest(unittest.TestCase):

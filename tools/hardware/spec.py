@@ -50,6 +50,8 @@ class Spec:
     declared_features: dict[str, list[str]] | None = None  # {variant: [feature]}
     whole_gpu: bool = False  # never share a GPU (tools/runner/gpu_share.py)
     expectations: str | None = None  # the declared-outcomes file, a runfiles path
+    # Bazel caches the target's result (it has no `external` tag): a date is no input of it.
+    cached: bool = False
     durations: dict[str, float] = dataclasses.field(default_factory=dict)  # {node id: seconds}
     gpu_peak_mib: int | None = None  # recorded peak GPU memory per GPU of the test's processes
 

@@ -229,7 +229,8 @@ def _declared(target: spec.Spec, variant: str) -> list:
     source = target.expectations
     if not source:
         return []
-    return expectations.read(source, target.declared_variants or list(variants.VARIANTS), variant)
+    declared = target.declared_variants or list(variants.VARIANTS)
+    return expectations.read(source, declared, variant, target.cached)
 
 
 def _plugin_problems(events: list[dict], done: completion.Record) -> list[str]:

@@ -52,7 +52,9 @@ A declaration says what it accepts, so that it cannot also accept what it was no
   against `rate` (0 < rate < 1, the rate it was measured at). It takes `issue` (where it is
   tracked) and `until`: a date YYYY-MM-DD, through which it holds, or a torch release key
   (releases.py), before which it holds; past it every run of the case fails, with one line
-  (`expiry`). No `teardown`. One run is one observation: the rate is the gate's to judge.
+  (`expiry`). A date is no input of the test action, so a dated `until` is refused where Bazel
+  caches the target's result (spec `cached`: no `external` tag), whose cached pass would
+  outlive it. No `teardown`. One run is one observation: the rate is the gate's to judge.
 - `reason` is the author's word, shown beside the text that matched (log and JUnit property).
 - `proposed = true` marks an entry tools/add_test.py wrote from what it measured (a failure, or
   an expected failure that passed, on this torch): the file is refused, naming the entry, until
@@ -177,10 +179,21 @@ class Entry:
         }
 
 
-def read(path: str, variants, variant: str) -> list[Entry]:
+def read(path: str, variants, variant: str, cached: bool = False) -> list[Entry]:
     """The entries of the file at `path` that apply to `variant` and the torch under test:
-    what the session and the runner each read. `variants` are those an entry may name."""
-    return applicable(load(path, variants), variant)
+    what the session and the runner each read. `variants` are those an entry may name.
+    `cached`: Bazel caches the target's result, so a dated quarantine is refused (its date is
+    no input of the test action: a cached pass would outlive it)."""
+    entries = load(path, variants)
+    for entry in entries:
+        if cached and entry.outcome == "flaky" and _DATE.fullmatch(entry.until):
+            raise ExpectationError(
+                f"{path}: [[expect]] #{entry.index}: until {entry.until!r} is a date, and Bazel "
+                "caches this target's result, which would outlive it: give the torch_test tags = "
+                '["external"] (Bazel then runs it every time, as a quarantined case must), or '
+                "end the quarantine at a torch release"
+            )
+    return applicable(entries, variant)
 
 
 def load(path: str, variants) -> list[Entry]:

@@ -215,7 +215,7 @@ def _outcome_audit() -> outcome_audit.OutcomeAudit:
     if source:
         declared = _declared_variants() or list(variants.VARIANTS)
         try:
-            entries = expectations.read(source, declared, variant)
+            entries = expectations.read(source, declared, variant, spec.spec().cached)
         except expectations.ExpectationError as error:  # one line, the file's and the fix
             raise pytest.UsageError(str(error)) from error
     return outcome_audit.OutcomeAudit(

@@ -105,11 +105,12 @@ def run_runner(
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
-def declare(tmp_path, *entries: str, declared_variants=None, **env) -> dict:
-    """A Bazel environment whose target declares `entries` ([[expect]] tables)."""
+def declare(tmp_path, *entries: str, declared_variants=None, cached=False, **env) -> dict:
+    """A Bazel environment whose target declares `entries` ([[expect]] tables); `cached`: the
+    macro's fact that Bazel caches the target's result (no `external` tag)."""
     path = tmp_path / "test_fixture.expectations.toml"
     path.write_text("\n".join("[[expect]]\n" + textwrap.dedent(e) for e in entries))
-    facts = dict(expectations=str(path), declared_variants=declared_variants)
+    facts = dict(expectations=str(path), declared_variants=declared_variants, cached=cached)
     return bazel_env(tmp_path, facts, **env)
 
 

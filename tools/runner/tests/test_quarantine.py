@@ -3,9 +3,11 @@ small generated test files. The gate's side (its rate over runs): tools/gate/tes
 """
 
 import datetime
+import os
 
 import pytest
 
+from tools.hardware import envvars, spec
 from tools.results import junit
 from tools.runner.session import expectations, releases
 from tools.runner.tests.runner_subprocess import declare, run_fixture
@@ -82,6 +84,27 @@ def test_an_expired_quarantine_fails_even_where_the_case_passes(tmp_path):
     assert result.returncode == 1, result.output
     assert recorded(result, "test_lucky").outcome == "failed"
     assert "quarantine of test_fixture.py::test_lucky expired on 2020-01-31" in result.output
+
+
+def test_a_dated_quarantine_on_a_cached_target_is_refused(tmp_path):
+    # The date is no input of the test action: Bazel would serve the cached result of a run
+    # before `until` after it too. A dated quarantine holds only on a target that runs every time.
+    result = run_fixture(tmp_path, FLAKES, env=declare(tmp_path, quarantine(), cached=True))
+    assert result.returncode != 0, result.output
+    path = tmp_path / "test_fixture.expectations.toml"
+    line = (
+        f"{path}: [[expect]] #1: until '2999-12-31' is a date, and Bazel caches this target's "
+        'result, which would outlive it: give the torch_test tags = ["external"] (Bazel then '
+        "runs it every time, as a quarantined case must), or end the quarantine at a torch "
+        "release"
+    )
+    assert line in result.record.problems, result.record.problems
+
+
+def test_the_macro_says_a_target_without_the_external_tag_is_cached():
+    # This target has no `external` tag (tools/runner/tests/BUILD.bazel); plain pytest has no
+    # spec, and no cache.
+    assert spec.spec().cached == (envvars.SPEC in os.environ)
 
 
 def test_a_failure_its_match_does_not_name_is_red(tmp_path):
