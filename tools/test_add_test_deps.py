@@ -28,7 +28,9 @@ def _existing(label: str, manifest: dict) -> bool:
 
 def _found(path: pathlib.Path, run: bool = False) -> deps.Deps:
     env = environment.Environment.of_this_interpreter()
-    found = deps.labels_for(measure.collect(path, env, run=run), path, environment.ROOT, env.manifest)
+    found = deps.labels_for(
+        measure.collect(path, env, run=run), path, environment.ROOT, env.manifest
+    )
     assert all(_existing(label, env.manifest) for label in found.labels), found.labels
     return found
 
@@ -68,6 +70,34 @@ def test_a_module_only_a_test_body_imports_is_a_dep(tmp_path):
     path = tmp_path / "test_body_import.py"
     path.write_text(_BODY_IMPORT)
     assert "@pypi//:mdurl" not in _found(path, run=False).labels  # collection alone: not seen
+    assert "@pypi//:mdurl" in _found(path, run=True).labels
+
+
+# The same import in a body only the ranks of torch's MultiProcessTestCase run (spawned
+# processes: the test process never imports it).
+_RANK_BODY_IMPORT = """
+from torch.testing._internal.common_distributed import MultiProcessTestCase
+
+
+class RankImports(MultiProcessTestCase):
+    @property
+    def world_size(self):
+        return 2
+
+    def setUp(self):
+        super().setUp()
+        self._spawn_processes()
+
+    def test_ranks_parse_a_url(self):
+        import mdurl
+
+        assert mdurl.parse("https://example.org/x").hostname == "example.org"
+"""
+
+
+def test_a_module_only_the_ranks_import_is_a_dep(tmp_path):
+    path = tmp_path / "test_rank_import.py"
+    path.write_text(_RANK_BODY_IMPORT)
     assert "@pypi//:mdurl" in _found(path, run=True).labels
 
 
