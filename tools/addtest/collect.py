@@ -10,7 +10,7 @@ loads it (tools do not import test_utils). Prints one line, RESULT_PREFIX + JSON
   modules     {module: file or None}: modules the file loaded (not the plugin's), while it
               was collected and (--run) while its cases ran: a test body's own import too
   dists       {module: [distribution]}: the distribution whose RECORD lists its file
-  requires    {distribution: [distribution]}: each loaded distribution's requirements,
+  requires    {distribution: [distribution]}: each installed distribution's requirements,
               transitively, as installed here (what @pypi's libraries bring along)
   errors      collection errors (e.g. an import that fails on this host)
   expected    node ids of cases that expect to fail (an xfail marker, unittest's
@@ -53,8 +53,9 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _requirement_closure(names: set[str]) -> dict[str, list[str]]:
-    """{dist: [every distribution it requires, transitively]} among installed ones."""
+def _requirement_closure() -> dict[str, list[str]]:
+    """{dist: [every distribution it requires, transitively]} of every installed one: those
+    the file loaded, and those the runner brings (pytest's packaging is no dep of the file)."""
     installed = {_canonical(d.metadata["Name"]): d for d in importlib.metadata.distributions()}
     from packaging.requirements import Requirement  # pytest's own dependency
 
@@ -67,7 +68,7 @@ def _requirement_closure(names: set[str]) -> dict[str, list[str]]:
         }
         direct[name] = wanted & set(installed)
     closure = {}
-    for name in names & set(installed):
+    for name in installed:
         seen, todo = set(), list(direct[name])
         while todo:
             dep = todo.pop()
@@ -238,7 +239,7 @@ def main(argv: list[str]) -> int:
         "placed": recorder.placed,
         "modules": recorder.loaded,
         "dists": dists,
-        "requires": _requirement_closure({d for ds in dists.values() for d in ds}),
+        "requires": _requirement_closure(),
         "errors": recorder.errors,
         "expected": sorted(recorder.expected),
         "torch": getattr(sys.modules.get("torch"), "__version__", None),

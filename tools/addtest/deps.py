@@ -109,9 +109,9 @@ def _absolute(label: str, package: str) -> str:
 
 
 def implicit_deps(root: pathlib.Path) -> list[str]:
-    """The torch_test macro's RUNNER_DEPS."""
+    """The torch_test macro's RUNNER_DEPS, as full labels (`//tools/runner:runner`)."""
     found = re.search(r"^RUNNER_DEPS = (\[.*?\])", (root / _MACRO).read_text(), re.M | re.S)
-    return ast.literal_eval(found.group(1)) if found else []
+    return [_absolute(d, "") for d in ast.literal_eval(found.group(1))] if found else []
 
 
 def canonical(name: str) -> str:
