@@ -6,7 +6,8 @@
 DIR: folders of test_*.py files outside this repository (e.g. PyTorch's test/dynamo at the tag
 of the pinned torch), never copied into it. VENV: a venv of the pinned lock (its bin/python),
 e.g. `python3 -m venv V && V/bin/pip install --no-deps --require-hashes -r
-third_party/python/requirements.lock`.
+third_party/python/requirements.lock`, or an interpreter's path (a GPU host's image python,
+with TORCH_TEST_PYTHON naming it too, so that add_test and the targets run in host mode).
 
 1. Plain pytest, one process per file, N at a time (default: the cores), GPUs hidden as the
    cpu variant hides them, each with its JUnit XML; the total wall is timed.
@@ -21,7 +22,7 @@ third_party/python/requirements.lock`.
    needed (files add_test could not write, red targets). A file whose stanza passes pytest
    arguments (add_test's, where pytest crashed) is run by plain pytest again with them. A case
    only plain pytest has is a GPU variant's when plain pytest skipped it here (its target is
-   SKIPPED on a CPU host).
+   SKIPPED on a CPU host), and so is a GPU target's case that plain pytest skipped (a GPU host).
 
 Writes a dated report (default bench/results/upstream_dir_<date>_cpu.md) with the machine, the
 date and the command. Standard library and the repository's readers only.
@@ -43,11 +44,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tools.addtest import merge  # noqa: E402
+from tools.hardware import probe, variants  # noqa: E402
 from tools.results import bep, facts, junit  # noqa: E402
 
 PACKAGE = "upstream"
 _HIDDEN_GPUS = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
 PLAIN_TIMEOUT_S = 1800
+# A GPU variant's target (on a GPU host): plain pytest, GPUs hidden, skips its cases.
+_GPU_SUFFIXES = tuple(f"_{v}" for v in variants.VARIANTS if v != "cpu")
 
 
 def local_id(node_id: str) -> str:
@@ -79,7 +83,8 @@ def plain_pytest(
 
     def one(path):
         xml = out / _xml_name(path)
-        argv = [str(venv / "bin" / "python"), "-m", "pytest", path.name, "-q"]
+        python = venv if venv.is_file() else venv / "bin" / "python"
+        argv = [str(python), "-m", "pytest", path.name, "-q"]
         argv += ["-p", "no:cacheprovider", "-o", "junit_family=xunit1", f"--junitxml={xml}"]
         argv += (args or {}).get(path, [])
         start = time.monotonic()
@@ -183,7 +188,8 @@ def compare(plain: dict[str, junit.Case], ours: dict[str, tuple[str, junit.Case]
     for test in sorted(set(plain) | set(ours)):
         mine = ours.get(test)
         theirs = plain.get(test)
-        if mine is None:
+        on_gpu = mine is not None and mine[0].endswith(_GPU_SUFFIXES) and theirs is not None
+        if mine is None or on_gpu and theirs.outcome == "skipped":
             if theirs.outcome == "skipped":
                 gpu += 1  # a GPU variant's case: plain pytest skips it on this host
             else:
@@ -381,7 +387,7 @@ def main() -> int:
             pairs.append((label, len(srcs), plain_s, walls[label]))
     facts_ = {
         "date": today,
-        "machine": f"CPU host {platform.node()}",
+        "machine": f"{'GPU' if probe.visible_gpu_count() else 'CPU'} host {platform.node()}",
         "command": "python3 " + " ".join([sys.argv[0], *sys.argv[1:]]),
         "files": len(files),
         "plain_wall": sum(w for _, w in state["plain_runs"]),

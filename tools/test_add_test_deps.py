@@ -2,7 +2,9 @@
 
 One upstream-style fixture per case: reaching common_utils through torch._dynamo.test_case
 (torch_testing), torchrec (with the fbgemm-gpu-cpu the lock installs without torchrec's deps),
-and a triton import guarded by has_triton() (no dep where it did not run).
+and a triton import guarded by has_triton() (no dep where it did not run). And what the cases
+import only when they run (upstream's get_hf_bert imports transformers inside a test): a dep
+when it is there, said when it is not.
 """
 
 import os
@@ -24,13 +26,17 @@ def _existing(label: str, manifest: dict) -> bool:
     return label in builds.libraries(package)
 
 
-def _deps(path: pathlib.Path) -> list[str]:
+def _found(path: pathlib.Path, run: bool = False) -> deps.Deps:
     env = environment.Environment.of_this_interpreter()
-    labels = deps.labels_for(
-        measure.collect(path, env, run=False), path, environment.ROOT, env.manifest
-    ).labels
-    assert all(_existing(label, env.manifest) for label in labels), labels
-    return labels
+    found = deps.labels_for(
+        measure.collect(path, env, run=run), path, environment.ROOT, env.manifest
+    )
+    assert all(_existing(label, env.manifest) for label in found.labels), found.labels
+    return found
+
+
+def _deps(path: pathlib.Path) -> list[str]:
+    return _found(path).labels
 
 
 def test_reaching_common_utils_through_dynamo_means_torch_testing():
@@ -48,6 +54,60 @@ def test_torchrec_comes_with_its_locked_requirements():
 def test_a_guarded_import_that_did_not_run_is_no_dep():
     labels = _deps(FIXTURES / "test_upstream_guarded_triton.py")
     assert not [label for label in labels if "triton" in label]
+
+
+# A test whose body alone imports a small @pypi package that neither pytest, the runner nor
+# collection loads (mdurl: markdown-it's URL parser, in the lock as rich's requirement).
+_BODY_IMPORT = """
+def test_parses_a_url():
+    import mdurl
+
+    assert mdurl.parse("https://example.org/x").hostname == "example.org"
+"""
+
+
+def test_a_module_only_a_test_body_imports_is_a_dep(tmp_path):
+    path = tmp_path / "test_body_import.py"
+    path.write_text(_BODY_IMPORT)
+    assert "@pypi//:mdurl" not in _found(path, run=False).labels  # collection alone: not seen
+    assert "@pypi//:mdurl" in _found(path, run=True).labels
+
+
+# The same import in a body only the ranks of torch's MultiProcessTestCase run (spawned
+# processes: the test process never imports it).
+_RANK_BODY_IMPORT = """
+from torch.testing._internal.common_distributed import MultiProcessTestCase
+
+
+class RankImports(MultiProcessTestCase):
+    @property
+    def world_size(self):
+        return 2
+
+    def setUp(self):
+        super().setUp()
+        self._spawn_processes()
+
+    def test_ranks_parse_a_url(self):
+        import mdurl
+
+        assert mdurl.parse("https://example.org/x").hostname == "example.org"
+"""
+
+
+def test_a_module_only_the_ranks_import_is_a_dep(tmp_path):
+    path = tmp_path / "test_rank_import.py"
+    path.write_text(_RANK_BODY_IMPORT)
+    labels = _found(path, run=True).labels
+    assert "@pypi//:mdurl" in labels
+    assert "@pypi//:packaging" not in labels  # loaded as the case ran, but pytest brings it
+
+
+def test_a_module_missing_when_a_test_runs_is_said(tmp_path):
+    path = tmp_path / "test_missing_import.py"
+    path.write_text(_BODY_IMPORT.replace("mdurl", "no_such_module_of_the_lock"))
+    notes = _found(path, run=True).notes
+    assert any("no_such_module_of_the_lock" in note for note in notes), notes
 
 
 def test_a_module_whose_file_is_a_bare_name_is_no_repository_file(monkeypatch):

@@ -5,7 +5,7 @@ other variants are never packed together, and a re-run keeps a pack a person own
 import pathlib
 import tomllib
 
-from tools.addtest import directory_mode, pack
+from tools.addtest import directory_mode, pack, stanza
 from tools.addtest.pack import Measured
 
 CPU = ((("cpu", ()),),)
@@ -42,6 +42,14 @@ def test_a_file_whose_run_crashed_runs_alone():
         ["test_a.py", "test_d.py"],
         ["test_c.py"],
     ]
+
+
+def test_a_run_that_selected_nothing_ended_normally():
+    # A file whose cases are all a GPU variant's selects none in the cpu run: pytest exits 5
+    # (no tests ran), no crash, so the file packs as any other and no note says otherwise.
+    gpu_only = result(0.0, 1, variant="gpu") | {"exit": 5}
+    assert stanza.crash_notes(gpu_only) == []
+    assert not stanza.runs_alone(gpu_only)
 
 
 def test_cases_that_did_not_run_here_count_by_their_number():

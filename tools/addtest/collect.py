@@ -7,9 +7,10 @@ host interpreter in host mode) in one variant's environment (the cpu variant's, 
 unless add_test asks for a GPU variant's), with the variant plugin loaded by name as the runner
 loads it (tools do not import test_utils). Prints one line, RESULT_PREFIX + JSON:
   placed      {node id: [variant, [features]]}: every collected case, selected or not
-  modules     {module: file or None}: modules the file's collection loaded (not the plugin's)
+  modules     {module: file or None}: modules the file loaded (not the plugin's), while it
+              was collected and (--run) while its cases ran: a test body's own import too
   dists       {module: [distribution]}: the distribution whose RECORD lists its file
-  requires    {distribution: [distribution]}: each loaded distribution's requirements,
+  requires    {distribution: [distribution]}: each installed distribution's requirements,
               transitively, as installed here (what @pypi's libraries bring along)
   errors      collection errors (e.g. an import that fails on this host)
   expected    node ids of cases that expect to fail (an xfail marker, unittest's
@@ -30,14 +31,20 @@ import importlib.machinery
 import importlib.metadata
 import json
 import os
+import pathlib
 import re
+import shutil
 import sys
+import tempfile
 
 # Imported before the session starts, so what they load is not counted as the file's.
 from tools.runner.process import witness
 from tools.runner.session import expectations, inventory
 
 RESULT_PREFIX = "torch_test add_test: "
+# A folder where each rank process a case spawns (torch's MultiProcessTestCase: spawn, which
+# runs this file as __mp_main__) leaves the modules it loaded, for a body only ranks run.
+RANK_MODULES = "ADD_TEST_RANK_MODULES"
 PLUGIN = "tools.runner.session.plugin"
 NOT_APPLICABLE_PROPERTY = "torch_test.not_applicable"  # tools.runner.session.outcome_audit
 
@@ -46,8 +53,9 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _requirement_closure(names: set[str]) -> dict[str, list[str]]:
-    """{dist: [every distribution it requires, transitively]} among installed ones."""
+def _requirement_closure() -> dict[str, list[str]]:
+    """{dist: [every distribution it requires, transitively]} of every installed one: those
+    the file loaded, and those the runner brings (pytest's packaging is no dep of the file)."""
     installed = {_canonical(d.metadata["Name"]): d for d in importlib.metadata.distributions()}
     from packaging.requirements import Requirement  # pytest's own dependency
 
@@ -60,7 +68,7 @@ def _requirement_closure(names: set[str]) -> dict[str, list[str]]:
         }
         direct[name] = wanted & set(installed)
     closure = {}
-    for name in names & set(installed):
+    for name in installed:
         seen, todo = set(), list(direct[name])
         while todo:
             dep = todo.pop()
@@ -147,10 +155,16 @@ class Recorder:
 
     def pytest_collection_finish(self, session):
         self._record(session.items)
-        for name in set(sys.modules) - self.before:
-            file = getattr(sys.modules.get(name), "__file__", None)
-            if name not in ("__main__", "__mp_main__") and file != __file__:
-                self.loaded[name] = file
+
+    def pytest_sessionfinish(self, session):
+        # At the session's end, not collection's: what the cases import as they run is theirs,
+        # in this process and in the ranks it spawned.
+        loaded = {name: getattr(sys.modules.get(name), "__file__", None) for name in sys.modules}
+        for dump in sorted(pathlib.Path(os.environ[RANK_MODULES]).glob("*.json")):
+            loaded = json.loads(dump.read_text()) | loaded
+        for name in set(loaded) - self.before:
+            if name not in ("__main__", "__mp_main__") and loaded[name] != __file__:
+                self.loaded[name] = loaded[name]
 
     def pytest_runtest_makereport(self, item, call):
         # What raised in this phase, as the runner's witness reads it (its verdict's input).
@@ -216,14 +230,16 @@ def main(argv: list[str]) -> int:
     )
     path, run = own[0], "--run" in own[1:]
     recorder = Recorder()
+    os.environ[RANK_MODULES] = tempfile.mkdtemp(prefix="add_test_ranks_")
     args = [path, "-q", "-p", "no:cacheprovider", "-p", PLUGIN, "-o", "xfail_strict=true", *extra]
     code = pytest.main(args + ([] if run else ["--collect-only"]), plugins=[recorder])
+    shutil.rmtree(os.environ[RANK_MODULES], ignore_errors=True)
     dists = _distributions(recorder.loaded)
     result = {
         "placed": recorder.placed,
         "modules": recorder.loaded,
         "dists": dists,
-        "requires": _requirement_closure({d for ds in dists.values() for d in ds}),
+        "requires": _requirement_closure(),
         "errors": recorder.errors,
         "expected": sorted(recorder.expected),
         "torch": getattr(sys.modules.get("torch"), "__version__", None),
@@ -239,6 +255,19 @@ def main(argv: list[str]) -> int:
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     return 0
 
+
+def _leave_modules() -> None:
+    """In a rank process: its modules, to the folder RANK_MODULES names."""
+    modules = {name: getattr(m, "__file__", None) for name, m in list(sys.modules.items())}
+    path = pathlib.Path(os.environ[RANK_MODULES], f"{os.getpid()}.json")
+    path.write_text(json.dumps(modules))
+
+
+if __name__ == "__mp_main__" and RANK_MODULES in os.environ:
+    import multiprocessing.util
+
+    # Run as a process ends (multiprocessing's own exit, which skips atexit).
+    multiprocessing.util.Finalize(None, _leave_modules, exitpriority=0)
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")

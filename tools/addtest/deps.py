@@ -1,7 +1,8 @@
-"""add_test's deps: the Bazel labels for what a test file's collection actually loaded.
+"""add_test's deps: the Bazel labels for what a test file actually loaded.
 
-Modules come from tools/addtest/collect.py (loaded while collecting the file, so a guarded
-`if has_triton(): import triton` that did not run adds nothing, and `functorch` is torch's).
+Modules come from tools/addtest/collect.py (loaded while collecting the file and while its cases
+ran, so a test body's own import counts, a guarded `if has_triton(): import triton` that did not
+run adds nothing, and `functorch` is torch's); an import a case failed on is said.
   - a module of this repository -> the py_library of its package's BUILD.bazel that lists it;
   - torch.testing._internal.common_utils (upstream tests reach it through torch._dynamo's
     test_case too) -> //test_utils:torch_testing, the one label for torch's testing package;
@@ -108,9 +109,9 @@ def _absolute(label: str, package: str) -> str:
 
 
 def implicit_deps(root: pathlib.Path) -> list[str]:
-    """The torch_test macro's RUNNER_DEPS."""
+    """The torch_test macro's RUNNER_DEPS, as full labels (`//tools/runner:runner`)."""
     found = re.search(r"^RUNNER_DEPS = (\[.*?\])", (root / _MACRO).read_text(), re.M | re.S)
-    return ast.literal_eval(found.group(1)) if found else []
+    return [_absolute(d, "") for d in ast.literal_eval(found.group(1))] if found else []
 
 
 def canonical(name: str) -> str:
@@ -149,7 +150,7 @@ def labels_for(result: dict, test_file: pathlib.Path, root: pathlib.Path, manife
     # A library another chosen label brings is left out, first-party and @pypi alike.
     kept_first = {
         label
-        for label in first_party
+        for label in first_party - builds.closure(implicit_deps(root))
         if not any(label in builds.closure([o]) for o in first_party if o != label)
     }
     kept_dists = set()
@@ -172,4 +173,12 @@ def labels_for(result: dict, test_file: pathlib.Path, root: pathlib.Path, manife
                 f"collection loaded {dist}, which the lock does not have: no label printed "
                 "(add it to third_party/python/requirements.in if the tests need it)"
             )
+    for run in [result, *result.get("gpu_runs", {}).values()]:
+        for nodeid, first, _ in run.get("fails", []):
+            if first["type"] in ("ModuleNotFoundError", "ImportError"):
+                notes.append(
+                    f"{nodeid} failed importing as it ran ({first['type']}: {first['msg']}): "
+                    "the tests' environment lacks it, so its target fails too (add it to "
+                    "third_party/python/requirements.in if the test needs it)"
+                )
     return Deps(labels, notes)
