@@ -44,14 +44,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tools.addtest import merge  # noqa: E402
-from tools.hardware import probe, variants  # noqa: E402
+from tools.hardware import probe, table  # noqa: E402
 from tools.results import bep, facts, junit  # noqa: E402
 
 PACKAGE = "upstream"
 _HIDDEN_GPUS = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
 PLAIN_TIMEOUT_S = 1800
 # A GPU variant's target (on a GPU host): plain pytest, GPUs hidden, skips its cases.
-_GPU_SUFFIXES = tuple(f"_{v}" for v in variants.VARIANTS if v != "cpu")
+_GPU_SUFFIXES = tuple(f"_{v}" for v in table.table()["VARIANTS"] if v != "cpu")
 
 
 def local_id(node_id: str) -> str:

@@ -19,7 +19,7 @@ import subprocess
 from tools.hardware import envvars, spec
 
 # What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
-__all__ = ["host_gpu_count"]
+__all__ = ["host_gpu_count", "visible_gpu_count"]
 
 
 def visible_gpu_count() -> int:
