@@ -47,11 +47,11 @@ CHECKS = (
     Check(
         "plumbing",
         "tools/hardware/spec.py alone reads a target's spec and its run's runtime record; every "
-        "TORCH_TEST_* name the tree uses is defined",
+        "TORCH_TEST_* name the tree uses is defined; the record's outcome words are record.py's",
         1,
         (),
         ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
-        + ("tools/hardware/test_plumbing.py",),
+        + ("tools/hardware/test_plumbing.py", "tools/results/test_vocabulary.py"),
         "none",
     ),
     Check(
