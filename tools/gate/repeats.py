@@ -60,25 +60,25 @@ def regressions(targets: dict, baseline: dict, seen: set) -> list[dict]:
             where = _where(target, attempt)
             got = {c.id: c for c in cases}
             shown = False  # a case tells why this run is not PASSED
-            for case in cases:
-                old = before.cases.get(case.id)
+            for c in cases:
+                old, case = before.cases.get(c.id), c.case
                 if old is None:
                     continue
                 # An xfail leaves the run PASSED; after a pass on the baseline it is a change.
-                xfail_after_pass = case.outcome == "xfail" and old.outcome == "passed"
+                xfail_after_pass = (case.outcome, old.outcome) == (compare.XFAIL, compare.PASSED)
                 if case.outcome in compare.GOOD and not xfail_after_pass:
                     continue
                 shown = shown or not xfail_after_pass
                 if compare.as_declared(case) or old.outcome not in compare.GOOD:
                     continue  # accepted, or failing on the baseline too
-                if (label, case.id) not in seen:
-                    seen.add((label, case.id))
+                if (label, c.id) not in seen:
+                    seen.add((label, c.id))
                     message = case.message or f"{case.outcome} (no message)"
                     found.append(
                         _item(
                             label,
-                            case.id,
-                            case.node_id,
+                            c.id,
+                            c.node_id,
                             old.outcome,
                             f"{case.outcome} in {where}",
                             message,
