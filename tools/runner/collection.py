@@ -32,6 +32,7 @@ import os
 import subprocess
 
 from tools.runner.session import child
+from tools.runner.session import inventory as source_inventory
 
 SEED_ENV = "PYTHONHASHSEED"
 DEFAULT_SEED = "0"
@@ -89,7 +90,7 @@ class Check:
             self.proc.kill()
         self.proc.wait()
 
-    def inventory(self) -> tuple[dict | None, str]:
+    def inventory(self) -> tuple[source_inventory.Inventory | None, str]:
         """The inventory, or None and why it could not be taken (a forked one: once the test
         process has ended)."""
         if self.proc is not None:
@@ -101,15 +102,15 @@ class Check:
                     tail = f.read()[-3000:]
             return None, f"the inventory of the source (collected beside the tests) failed:\n{tail}"
         with open(self.out) as f:
-            return json.load(f), ""
+            return source_inventory.Inventory.from_json(f.read()), ""
 
-    def stability(self, recorded: str, found: dict) -> tuple[int, str]:
+    def stability(self, recorded: str, found: source_inventory.Inventory) -> tuple[int, str]:
         """0 and "" when the tests' collection (in `recorded`) means what the inventory's does."""
         if not os.path.exists(recorded):
             return 0, ""  # the tests never collected: their own failure says why
         with open(recorded) as f:
             ours = json.load(f)
-        theirs = {case: info["params"] for case, info in found["items"].items()}
+        theirs = {case: info.params for case, info in found.items.items()}
         both = ours.keys() & theirs.keys()  # the inventory's own gaps are the verdict's
         lines = differences({k: ours[k] for k in both}, {k: theirs[k] for k in both})
         if not lines:
