@@ -3,8 +3,8 @@
     found = repeats.regressions(targets, baseline, seen)   # targets: bep.Targets of the repeat
 
 A repeat is a (flaky) regression where, in any attempt of any run:
-  - a case that passed (or xfailed) on the baseline did not pass: failed, error, skipped (an
-    undeclared skip), xpass, never ran, or (passed on the baseline) an xfail; or was absent
+  - a case that passed (or xfailed) on the baseline did not pass: failed (an xpass too),
+    skipped (an undeclared skip), never ran, or (passed on the baseline) an xfail; or was absent
     from a run that was not PASSED (a crash or abort stopped it before the case ran);
   - the run's status is not PASSED and no case shows why (e.g. SIGABRT after the last case),
     where the baseline target was green.
