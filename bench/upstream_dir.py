@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from tools.addtest import merge  # noqa: E402
 from tools.hardware import probe, table  # noqa: E402
-from tools.results import bep, facts, junit  # noqa: E402
+from tools.results import bep, facts, junit, record  # noqa: E402
 
 PACKAGE = "upstream"
 _HIDDEN_GPUS = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": ""}
@@ -60,12 +60,11 @@ def local_id(node_id: str) -> str:
     return path.rsplit("/", 1)[-1] + sep + rest
 
 
-def verdict(case: junit.Case) -> str:
-    """What a case did, in plain pytest's terms; a declaration says what it accepted."""
-    if case.declared:
-        return "failed" if case.declared.startswith("fail:") else "skipped"
-    if case.outcome == "error":
-        return "failed"
+def verdict(case: record.Case) -> str:
+    """What a case did as plain pytest would have it: what a declaration accepted (a failure or
+    a skip), else its outcome (plain pytest's JUnit reads into record.Case too)."""
+    if case.of.kind:
+        return record.FAILED if case.of.raised else record.SKIPPED
     return case.outcome
 
 
@@ -160,17 +159,17 @@ def confirm(packages: list[pathlib.Path]) -> int:
 # ---- 3. the comparison
 
 
-def plain_cases(plain: dict) -> dict[str, junit.Case]:
+def plain_cases(plain: dict) -> dict[str, record.Case]:
     found = {}
     for _, _, xml in plain.values():
         if xml.is_file():
-            for case in junit.cases(xml):
-                if case.file or case.classname != "pytest":  # not pytest's INTERNALERROR entry
-                    found[local_id(case.node_id or case.id)] = case
+            for c in junit.cases(xml):
+                if not c.node_id.startswith("pytest::"):  # not pytest's INTERNALERROR entry
+                    found[local_id(c.node_id)] = c.case
     return found
 
 
-def target_cases(targets: dict) -> tuple[dict[str, tuple[str, junit.Case]], dict[str, float]]:
+def target_cases(targets: dict) -> tuple[dict[str, tuple[str, record.Case]], dict[str, float]]:
     """{local id: (target, case)} of every case a target's records hold; {target: wall s}."""
     found, walls = {}, {}
     for label, target in targets.items():
@@ -178,19 +177,19 @@ def target_cases(targets: dict) -> tuple[dict[str, tuple[str, junit.Case]], dict
             rec = facts.of(attempt)
             walls[label] = walls.get(label, 0.0) + (facts.wall_s(rec) or attempt.duration_s)
             if attempt.xml and attempt.xml.is_file():
-                for case in junit.cases(attempt.xml):
-                    found[local_id(case.node_id or case.id)] = (label, case)
+                for c in junit.cases(attempt.xml):
+                    found[local_id(c.node_id)] = (label, c.case)
     return found, walls
 
 
-def compare(plain: dict[str, junit.Case], ours: dict[str, tuple[str, junit.Case]]) -> dict:
+def compare(plain: dict[str, record.Case], ours: dict[str, tuple[str, record.Case]]) -> dict:
     agree, declared, gpu, disagree = 0, 0, 0, []
     for test in sorted(set(plain) | set(ours)):
         mine = ours.get(test)
         theirs = plain.get(test)
         on_gpu = mine is not None and mine[0].endswith(_GPU_SUFFIXES) and theirs is not None
-        if mine is None or on_gpu and theirs.outcome == "skipped":
-            if theirs.outcome == "skipped":
+        if mine is None or on_gpu and theirs.outcome == record.SKIPPED:
+            if theirs.outcome == record.SKIPPED:
                 gpu += 1  # a GPU variant's case: plain pytest skips it on this host
             else:
                 disagree.append((test, theirs.outcome, "in no cpu target", ""))
@@ -198,13 +197,9 @@ def compare(plain: dict[str, junit.Case], ours: dict[str, tuple[str, junit.Case]
         label, case = mine
         if theirs is None:
             disagree.append((test, "not run by plain pytest", case.outcome, label))
-        elif verdict(case) == theirs.outcome or (
-            verdict(case) == "failed" and theirs.outcome == "error"
-        ):
+        elif verdict(case) == theirs.outcome:
             agree += 1
-            declared += bool(case.declared)
-        elif case.not_applicable and theirs.outcome == "skipped":
-            agree += 1
+            declared += case.of.kind not in (None, "not applicable")
         else:
             disagree.append((test, theirs.outcome, f"{case.outcome} {case.message[:80]}", label))
     return {"agree": agree, "declared": declared, "gpu": gpu, "disagree": disagree}

@@ -48,11 +48,11 @@ def collect(targets: dict[str, bep.Target]) -> tuple[dict, dict]:
     for label, target in targets.items():
         cases, found = {}, []
         for xml in target.xml_files():
-            for case in junit.cases(xml):
-                if case.outcome == junit.NEVER_RAN or case.node_id is None:
+            for c in junit.cases(xml):
+                if c.case.outcome == record.NEVER_RAN:
                     continue  # no seconds to record
-                if (ROOT / case.file).is_file():  # skip logs of deleted sources
-                    cases[case.node_id] = round(case.time_s, 2)
+                if (ROOT / c.node_id.partition("::")[0]).is_file():  # not of a deleted source
+                    cases[c.node_id] = round(c.time_s, 2)
             rec = record.read(xml)
             if rec is not None and rec.gpu_peak_mib is not None:
                 found.append(rec.gpu_peak_mib)

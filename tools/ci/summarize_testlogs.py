@@ -19,10 +19,10 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # run as a script too
 
-from tools.results import bep, junit  # noqa: E402
+from tools.results import bep, junit, record  # noqa: E402
 from tools.runner.session import placement  # noqa: E402
 
-COLUMNS = junit.COLUMNS
+COLUMNS = record.COLUMNS
 
 
 def count_cases(target: bep.Target) -> dict:

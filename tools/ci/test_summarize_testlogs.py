@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 from tools.ci import summarize_testlogs
-from tools.results import junit
+from tools.results import junit, record
 
 LABEL = "//pkg:t"
 
@@ -32,19 +32,27 @@ def _result(shard: int, uri: str) -> str:
     )
 
 
-def _case(outcome: str, declared=None, not_applicable=None):
-    return junit.Case("m", "t", "f", outcome, 0.0, "", declared, not_applicable)
-
-
 class SummarizeTest(unittest.TestCase):
     def test_accepted_skips_are_counted_by_why(self):
-        column = junit.column
-        self.assertEqual(column(_case("skipped", declared="skip: r")), "declared")
-        self.assertEqual(column(_case("xfail", declared="fail: r")), "declared")
-        self.assertEqual(column(_case("skipped", not_applicable="needs mps")), "n/a")
-        self.assertEqual(column(_case("skipped")), "skipped")
-        self.assertEqual(column(_case("xfail")), "xfail")
-        self.assertEqual(column(_case("xpass")), "failed")
+        self.assertEqual(summarize_testlogs.COLUMNS, record.COLUMNS)
+        xml = (
+            '<testcase classname="m" name="a"><properties><property name="torch_test.declared"'
+            ' value="skip: r"/></properties><skipped message="r"/></testcase>'
+            '<testcase classname="m" name="b"><properties><property name="torch_test.declared"'
+            ' value="fail: r"/></properties><skipped type="pytest.xfail" message="r"/></testcase>'
+            '<testcase classname="m" name="c"><properties><property name="torch_test.not_'
+            'applicable" value="needs mps"/></properties><skipped message="x"/></testcase>'
+            '<testcase classname="m" name="d"><skipped message="x"/></testcase>'
+            '<testcase classname="m" name="e"><skipped type="pytest.xfail" message="x"/></testcase>'
+            '<testcase classname="m" name="f"><failure message="[XPASS(strict)] x"/></testcase>'
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp, "test.xml")
+            path.write_text(f"<testsuites><testsuite>{xml}</testsuite></testsuites>")
+            self.assertEqual(
+                junit.shard_counts(path),
+                {"declared": 2, "n/a": 1, "skipped": 1, "xfail": 1, "failed": 1},
+            )
 
     def test_counts_only_the_invocations_files(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -7,8 +7,9 @@
 Pure functions over results already on disk (tools/results reads them), so the self-tests
 (test_gate.py) drive every category with fake test.xml pairs.
 
-Outcomes are junit.cases': the runner's witness's (its record in test.xml, tools/results/
-record.py) where a shard has a record, pytest's where not (a run saved before records).
+Outcomes are record.Case's (tools/results/record.py), read by junit.cases: the runner's
+witness's, or pytest's JUnit converted (a run saved before records). Which outcomes ran, raised
+or are accepted by a declaration is record.TABLE's; the categories below name them.
 
 A case is compared as its body ran: one whose body passed where a stale expectation (a
 declaration, an xfail marker: record.Case.stale) failed it counts as passed, the expectation
@@ -16,16 +17,16 @@ named in its item (`stale`; gate.py adds the edit that removes it).
 
 Categories (a case is `label` + `classname::name`, over all shards):
   regressions        a case that passed on the baseline and did not pass on the candidate,
-                     whatever explains it or either target's status: failed, error, xpass,
+                     whatever explains it or either target's status: failed (an xpass too),
                      skipped, never ran, absent from a red target (a timeout or crash stopped
                      it), passed only on a retry (FLAKY), or an outcome a marker or declaration
                      accepts there: an xfail, a declared fail or skip, not applicable
                      (`newly_declared`: the gate names the release, --accept-declared moves it
-                     to `declared`); a case that xfailed on the baseline and failed, was skipped
-                     or never ran; a case new on the candidate that fails; a target green on
-                     the baseline and red or FLAKY on the candidate with no case to show for it
-                     (crash, timeout, no test.xml); a candidate case whose outcome does not
-                     match its declaration
+                     to `declared`); a case that raised as accepted on the baseline (xfail,
+                     declared fail, quarantined) and failed, was skipped or never ran; a case
+                     new on the candidate that fails; a target green on the baseline and red or
+                     FLAKY on the candidate with no case to show for it (crash, timeout, no
+                     test.xml)
   declared           a case whose candidate outcome is the one its declaration accepts
                      (declared fail/skip, not applicable), declared on the baseline too or not
                      passing there: covered, not a regression; and every case a flaky entry
@@ -39,12 +40,11 @@ Categories (a case is `label` + `classname::name`, over all shards):
                      that ran no test for the host's sake (a refused GPU lease, a lost remote
                      worker). Evidence on one side only on the same hardware and build kind
                      leaves the case to the rules here, marked `infra_suspect`
-  fixes              failed|error|xfail (a declared fail reads xfail) -> passed, also against a
-                     stale expectation: never a regression
-  xfail_changes      xfail -> xpass, and xpass|passed -> xfail
+  fixes              a body that raised (failed, xfail, declared fail, quarantined) -> passed,
+                     also against a stale expectation (an xpass): never a regression
   xfail_message_changes  xfail on both sides, with another failure (type or message)
   other_changes      any other outcome change (e.g. skipped -> passed)
-  broken_both        failed or error on both sides (`first_run`: re-run on both, rates.py)
+  broken_both        failed on both sides (`first_run`: re-run on both, rates.py)
   flaky_both, not_decided  filled by the gate's re-runs (tools/gate/rates.py): a case whose
                      `first_run` marks it is moved to the list of its verdict (regressions,
                      fixes, flaky_both, broken_both, not_decided)
@@ -65,11 +65,12 @@ covered, not compared).
 import dataclasses
 
 from tools.gate import infra, quarantine
-from tools.results import bep, facts, junit
+from tools.results import bep, facts, junit, record
 
-GOOD = ("passed", "xfail")
-BAD = ("failed", "error")
-NOT_RUN = ("skipped", junit.NEVER_RAN)
+PASSED, FAILED, XFAIL = record.PASSED, record.FAILED, record.XFAIL
+GOOD = tuple(o for o in record.GREEN if record.TABLE[o].ran)  # ran, and as accepted
+RAISED = tuple(o for o, t in record.TABLE.items() if t.raised)
+NOT_RUN = tuple(o for o, t in record.TABLE.items() if not t.ran)
 COVERAGE_KEYS = ("one_side", "infra")  # what makes a verdict incomplete
 
 
@@ -80,7 +81,7 @@ class CaseResult:
     message: str
     log: str  # test.log of the shard that ran it
     node_id: str | None = None
-    declared: str | None = None  # the case's declared or not-applicable outcome, if any
+    declared: str | None = None  # record.Case.declaration: what accepts its outcome, if any
     times: tuple = ()  # seconds in every final run (--runs_per_test), for the spread
     failed_attempts: int = 0  # earlier attempts (--flaky_test_attempts) in which it failed
     attempts: int = 1
@@ -124,22 +125,6 @@ def _read(path) -> str:
     return path.read_text(errors="replace") if path and path.is_file() else ""
 
 
-def _declared(case) -> str | None:
-    if case.not_applicable:
-        return f"not applicable: {case.not_applicable}"
-    return case.declared
-
-
-def _stale(case) -> dict | None:
-    """The expectation a case's passing body contradicts: the record's, or (a run saved before
-    the record) a pass that pytest's JUnit shows beside a declared fail or skip."""
-    if case.stale is not None:
-        return case.stale
-    if case.outcome == "passed" and case.declared:
-        return {"by": "expectations", "outcome": case.declared.partition(":")[0]}
-    return None
-
-
 def snapshot(targets: dict) -> dict:
     """TargetSnapshots from tools.results targets: test.xml cases, the runner's records."""
     snap = {}
@@ -159,28 +144,29 @@ def snapshot(targets: dict) -> dict:
             refused = refused or infra.target_evidence(rec.infrastructure if rec else None)
             errors.append(facts.first_error(rec, _read(attempt.log)))
             if attempt.xml and attempt.xml.is_file():
-                for case in junit.cases(attempt.xml):
-                    times.setdefault(case.id, []).append(case.time_s)
-                    ran_in.setdefault(case.id, set()).add(attempt.run)
-                    if case.outcome in BAD and not _stale(case):
-                        failed_in.setdefault(case.id, set()).add(attempt.run)
-                    if case.quarantine is not None:
+                for c in junit.cases(attempt.xml):
+                    seen = c.case
+                    times.setdefault(c.id, []).append(c.time_s)
+                    ran_in.setdefault(c.id, set()).add(attempt.run)
+                    if seen.outcome == FAILED and not seen.stale:
+                        failed_in.setdefault(c.id, set()).add(attempt.run)
+                    if seen.quarantine is not None:
                         counted = quarantines.setdefault(
-                            case.id, dict(case.quarantine, runs=0, failures=0)
+                            c.id, dict(seen.quarantine, runs=0, failures=0)
                         )
                         counted["runs"] += 1
-                        counted["failures"] += case.outcome != "passed"
-                    old = cases.get(case.id)
+                        counted["failures"] += seen.outcome != PASSED
+                    old = cases.get(c.id)
                     # Over several runs a case keeps its worst outcome: one failure is a failure.
-                    if old is None or (old.outcome in GOOD and case.outcome not in GOOD):
-                        cases[case.id] = CaseResult(
-                            case.outcome,
-                            case.time_s,
-                            case.message,
+                    if old is None or (old.outcome in GOOD and seen.outcome not in GOOD):
+                        cases[c.id] = CaseResult(
+                            seen.outcome,
+                            c.time_s,
+                            seen.message,
                             str(attempt.log),
-                            case.node_id,
-                            _declared(case),
-                            stale=_stale(case),
+                            c.node_id,
+                            seen.declaration,
+                            stale=seen.stale,
                         )
         for case_id, result in cases.items():
             result.times = tuple(times[case_id])
@@ -189,14 +175,14 @@ def snapshot(targets: dict) -> dict:
         earlier = [a for a in target.attempts if a not in final]
         for attempt in earlier:
             if attempt.xml and attempt.xml.is_file():
-                for case in junit.cases(attempt.xml):
-                    if case.id in cases:
-                        result = cases[case.id]
+                for c in junit.cases(attempt.xml):
+                    if c.id in cases:
+                        result = cases[c.id]
                         result.attempts += 1
-                        if case.outcome in BAD:
-                            failed_in.setdefault(case.id, set()).add(attempt.run)
+                        if c.case.outcome == FAILED:
+                            failed_in.setdefault(c.id, set()).add(attempt.run)
                             result.failed_attempts += 1
-                            result.failed_message = result.failed_message or case.message
+                            result.failed_message = result.failed_message or c.case.message
                             result.failed_log = result.failed_log or str(attempt.log)
         for case_id, result in cases.items():
             result.runs = len(ran_in[case_id])
@@ -284,7 +270,6 @@ def compare(
             "infra",
             "declared",
             "fixes",
-            "xfail_changes",
             "xfail_message_changes",
             "other_changes",
             "new_cases",
@@ -338,28 +323,23 @@ def compare(
     return result
 
 
-def _declared_kind(case) -> str | None:
-    """ "skip", "fail" or "not applicable": what the case's JUnit property declares, or None."""
-    if case is None or not case.declared:
-        return None
-    if case.declared.startswith("not applicable"):
-        return "not applicable"
-    return case.declared.partition(":")[0]
+def _kind(case) -> str | None:
+    """The expectation that accepts the case's outcome (record.Outcome.kind), or None."""
+    return None if case is None else record.TABLE[case.outcome].kind
 
 
 def as_declared(case) -> bool:
-    """The case's outcome is the one its declaration accepts (a declared fail reads as xfail)."""
-    kind = _declared_kind(case)
-    return kind is not None and case.outcome == ("xfail" if kind == "fail" else "skipped")
+    """A declaration accepts the case's outcome (a declared fail or skip, not applicable)."""
+    return _kind(case) in ("fail", "skip", "not applicable")
 
 
 def regressed(old, new) -> bool:
     """The rule: a case that passed on the baseline and does not pass on the candidate, whatever
-    explains it (a marker, a declaration, a skip), or that xfailed there and now fails, is
-    skipped or never ran."""
-    if old.outcome == "passed":
-        return new.outcome != "passed"
-    return old.outcome == "xfail" and new.outcome in BAD + NOT_RUN
+    explains it (a marker, a declaration, a skip), or that raised as accepted there (xfail) and
+    now fails, is skipped or never ran."""
+    if old.outcome == PASSED:
+        return new.outcome != PASSED
+    return old.outcome in GOOD and new.outcome in (FAILED,) + NOT_RUN
 
 
 def _as_run(case):
@@ -367,12 +347,12 @@ def _as_run(case):
     passed."""
     if case is None or case.stale is None:
         return case
-    return dataclasses.replace(case, outcome="passed", declared=None)
+    return dataclasses.replace(case, outcome=PASSED, declared=None)
 
 
 def _failure(case) -> str | None:
     """A failed case's first failure line; None where it did not fail."""
-    return case.message if case is not None and case.outcome in BAD else None
+    return case.message if case is not None and case.outcome == FAILED else None
 
 
 def _stale_item(case, snap: TargetSnapshot, other=None) -> dict:
@@ -381,9 +361,9 @@ def _stale_item(case, snap: TargetSnapshot, other=None) -> dict:
     expectation accepts)."""
     by = case.stale.get("by")
     if by == "marker":
-        needs = other is not None and other.outcome == "xfail" and not other.declared
+        needs = other is not None and other.outcome == XFAIL
         return dict(case.stale, other_needs_it=needs)
-    needs = _declared_kind(other) in ("fail", "skip")
+    needs = _kind(other) in ("fail", "skip")
     return dict(case.stale, file=snap.expectations, other_needs_it=needs)
 
 
@@ -395,7 +375,7 @@ def _not_run(case, side: str) -> str:
     """Why a case did not run on `side` (for the coverage list)."""
     if case is None:
         return f"absent on the {side}"
-    if case.outcome == junit.NEVER_RAN:
+    if case.outcome == record.NEVER_RAN:
         return f"never ran on the {side}"
     return f"skipped on the {side}" + (f" ({case.message})" if case.message else "")
 
@@ -406,8 +386,9 @@ def _rated(change: dict, old, new) -> dict:
     [failed runs, runs] (several with --repeat). Declared, xfail or skipped outcomes keep their
     own rules."""
     outcomes = (old.outcome, new.outcome)
-    if all(o in ("passed",) + BAD for o in outcomes) or (
-        old.outcome == "xfail" and new.outcome in BAD
+    if all(o in (PASSED, FAILED) for o in outcomes) or (old.outcome, new.outcome) == (
+        XFAIL,
+        FAILED,
     ):
         if not (old.declared or new.declared):
             change["first_run"] = {
@@ -458,27 +439,15 @@ def _compare_cases(label, before, after, thresholds, result, coverage, differ=No
         if new is not None and new.quarantine is not None and new.outcome in GOOD:
             regressions += _quarantined(change, old, new, result)
             continue
-        if _declared_kind(new) is not None:
-            if as_declared(new):
-                if old is not None and old.outcome in GOOD and not old.declared:
-                    # Declared for the candidate's release only: a change the declaration
-                    # accepts, still a change (the gate exits 1 unless --accept-declared).
-                    result["regressions"].append(dict(change, newly_declared=new.declared))
-                    regressions += 1
-                else:
-                    result["declared"].append(dict(change, declared=new.declared))
-                continue
-            unchanged = old is not None and (old.declared, old.outcome) == (
-                new.declared,
-                new.outcome,
-            )
-            if not unchanged:
-                change["message"] = f"declared {new.declared}, but it {new.outcome}" + (
-                    f": {new.message}" if new.message else ""
-                )
-                result["regressions"].append(change)
+        if as_declared(new):
+            if old is not None and old.outcome in GOOD and _kind(old) is None:
+                # Declared for the candidate's release only: a change the declaration
+                # accepts, still a change (the gate exits 1 unless --accept-declared).
+                result["regressions"].append(dict(change, newly_declared=new.declared))
                 regressions += 1
-                continue
+            else:
+                result["declared"].append(dict(change, declared=new.declared))
+            continue
         if new is None:
             if old.outcome in GOOD and after_red:
                 result["regressions"].append(_absent(label, case_id, old, after))
@@ -500,7 +469,7 @@ def _compare_cases(label, before, after, thresholds, result, coverage, differ=No
                 result["one_side"].append(dict(change, reason=f"absent on the baseline: {why}"))
                 continue
             result["new_cases"].append(change)
-            if new.outcome in BAD:
+            if new.outcome == FAILED:
                 result["regressions"].append(change)
                 regressions += 1
             elif _ran(new):
@@ -510,10 +479,10 @@ def _compare_cases(label, before, after, thresholds, result, coverage, differ=No
                     dict(change, reason="new on the candidate, " + _not_run(new, "candidate"))
                 )
             continue
-        if regressed(old, new) and (new.outcome == junit.NEVER_RAN or case_id == hung):
+        if regressed(old, new) and (new.outcome == record.NEVER_RAN or case_id == hung):
             result["regressions"].append(_absent(label, case_id, old, after, new))
             regressions += 1
-        elif old.outcome == "passed" and new.outcome == "xfail":
+        elif old.outcome == PASSED and new.outcome == XFAIL:
             # Only a marker explains it (an xfail whose condition holds on the candidate):
             # still a change, as a declaration for the candidate's release is.
             marker = f"xfail (a marker in the test): {new.message or 'no message'}"
@@ -528,25 +497,19 @@ def _compare_cases(label, before, after, thresholds, result, coverage, differ=No
             change.update(message=new.failed_message, log=new.failed_log)
             result["regressions"].append(_rated(change, old, new))
             regressions += 1
-        elif old.outcome in BAD and new.outcome in BAD:
+        elif old.outcome == new.outcome == FAILED:
             # Failed on both in one run each: a case that broke for good on the candidate may
             # have failed on the baseline by chance. Re-run on both (tools/gate/rates.py).
             result["broken_both"].append(_rated(change, old, new))
         else:
             if old.outcome != new.outcome:
-                if old.outcome in BAD + ("xfail",) and new.outcome == "passed":
+                if old.outcome in RAISED and new.outcome == PASSED:
                     result["fixes"].append(_rated(change, old, new))
-                elif "xfail" in (old.outcome, new.outcome) and {old.outcome, new.outcome} <= {
-                    "xfail",
-                    "xpass",
-                    "passed",
-                }:
-                    result["xfail_changes"].append(change)
                 else:
                     result["other_changes"].append(change)
             elif "stale" in change:  # passed on both sides; the candidate's expectation is stale
                 result["other_changes"].append(change)
-            elif old.outcome == "xfail" and old.message != new.message:
+            elif old.outcome == XFAIL and old.message != new.message:
                 change["baseline_message"] = old.message
                 result["xfail_message_changes"].append(change)
             # A case that did not run on a side is not compared, whatever the targets' status.
@@ -556,7 +519,7 @@ def _compare_cases(label, before, after, thresholds, result, coverage, differ=No
                     reason = f"ran on the {side} only"
                 elif as_declared(old):
                     reason = _not_run(new, "candidate") + ", a declared skip on the baseline"
-                elif old.outcome == new.outcome == "skipped":
+                elif old.outcome == new.outcome == record.SKIPPED:
                     reason = f"skipped on both sides ({new.message or old.message})"
                 elif old.outcome == new.outcome:
                     reason = "never ran on both sides"
@@ -585,11 +548,7 @@ def _quarantined(change: dict, old, new, result: dict) -> int:
     judged = quarantine.judged(new.quarantine)
     item = dict(change, declared=judged["summary"], quarantine=judged)
     newly = (
-        judged["failures"]
-        and old is not None
-        and old.outcome == "passed"
-        and old.quarantine is None
-        and not old.declared
+        judged["failures"] and old is not None and old.outcome == PASSED and old.quarantine is None
     )
     if newly:
         result["regressions"].append(dict(item, newly_declared=judged["summary"]))
@@ -618,7 +577,7 @@ def _unrun_in_red_targets(label, before, after, result, known: int) -> None:
         return
     for side, snap in (("baseline", before), ("candidate", after)):
         red = snap.status not in bep.GREEN and snap.status != bep.SKIPPED
-        unrun = BAD + ("xpass", junit.NEVER_RAN)
+        unrun = (FAILED, record.NEVER_RAN)
         explained = (
             any(c.outcome in unrun or c.stale for c in snap.cases.values())
             or snap.hung

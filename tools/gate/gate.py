@@ -341,9 +341,9 @@ class Gate:
         outcomes = {}
         for attempt in target.final_attempts() if target else []:
             if attempt.xml and attempt.xml.is_file():
-                for case in junit.cases(attempt.xml):
-                    if case.node_id in node_ids:
-                        outcomes[case.node_id] = case.outcome
+                for c in junit.cases(attempt.xml):
+                    if c.node_id in node_ids:
+                        outcomes[c.node_id] = c.case.outcome
         return outcomes
 
 
@@ -390,19 +390,25 @@ def observed(target, item) -> tuple[int, int]:
     failed = ran = 0
     for run in sorted({a.run for a in target.attempts} if target else ()):
         attempts = [a for a in target.attempts if a.run == run]
-        outcomes = [
-            "passed" if c.stale else c.outcome  # its body passed (a stale expectation failed it)
-            for a in attempts
-            if a.xml and a.xml.is_file()
-            for c in junit.cases(a.xml)
-            if c.id == item["case"]
-        ]
+        outcomes = _as_run(attempts, item["case"])
         hangs = [hang[0] for a in attempts if (hang := facts.hang(facts.of(a)))]
-        if item.get("node_id") in hangs or any(o in compare.BAD for o in outcomes):
+        if item.get("node_id") in hangs or compare.FAILED in outcomes:
             failed, ran = failed + 1, ran + 1
         elif any(o in compare.GOOD for o in outcomes):
             ran += 1
     return failed, ran
+
+
+def _as_run(attempts, case_id) -> list[str]:
+    """The outcomes of a case over attempts as its body ran: a pass against a stale
+    expectation (which failed it) a pass."""
+    return [
+        compare.PASSED if c.case.stale else c.case.outcome
+        for a in attempts
+        if a.xml and a.xml.is_file()
+        for c in junit.cases(a.xml)
+        if c.id == case_id
+    ]
 
 
 def _verdict(target, snap, item) -> dict:
@@ -418,13 +424,7 @@ def _verdict(target, snap, item) -> dict:
             ran += 1
             failed_runs += any(a.status != "PASSED" for a in attempts)
             continue
-        outcomes = [
-            "passed" if c.stale else c.outcome  # its body passed (a stale expectation failed it)
-            for a in attempts
-            if a.xml and a.xml.is_file()
-            for c in junit.cases(a.xml)
-            if c.id == case_id
-        ]
+        outcomes = _as_run(attempts, case_id)
         hangs = [hang[0] for a in attempts if (hang := facts.hang(facts.of(a)))]
         if item.get("node_id") in hangs:
             ran, failed_runs = ran + 1, failed_runs + 1  # it hung again

@@ -248,7 +248,6 @@ def sample(cases: int = 5000, out: str = "/tmp/gate-report") -> dict:
             "infra": infra,
             "declared": declared,
             "fixes": fixes,
-            "xfail_changes": [],
             "xfail_message_changes": [],
             "other_changes": other_changes,
             "new_cases": new_cases,

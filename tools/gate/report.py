@@ -5,8 +5,7 @@ import os
 import pathlib
 
 TITLES = (
-    ("fixes", "Fixes (failed, error or expected failure → passed; never a regression)"),
-    ("xfail_changes", "Expected failures changed (xfail → xpass, xpass|passed → xfail)"),
+    ("fixes", "Fixes (failed, expected or declared failure → passed; never a regression)"),
     ("xfail_message_changes", "Expected failures that now fail differently (type or message)"),
     ("declared", "Declared outcomes and quarantines on the candidate (expectations files)"),
     ("other_changes", "Other outcome changes"),

@@ -15,7 +15,7 @@ import html
 import html.parser
 import json
 
-from tools.gate import culprit, report
+from tools.gate import compare, culprit, report
 from tools.hardware import table
 
 # The grid's categories, most telling first: a case several lists name shows the first.
@@ -27,7 +27,6 @@ GRID_CATEGORIES = (
     ("not_decided", "not decided", "one"),
     ("fixes", "fix", "fix"),
     ("declared", "quarantine", "quar"),
-    ("xfail_changes", "xfail changed", "chg"),
     ("xfail_message_changes", "xfail message", "chg"),
     ("other_changes", "changed", "chg"),
     ("new_cases", "new", "chg"),
@@ -36,7 +35,7 @@ GRID_CATEGORIES = (
     ("broken_both", "broken on both", "chg"),
 )
 # Listed after the sections the page leads with (report.md's titles).
-OTHER_LISTS = ("xfail_changes", "xfail_message_changes", "other_changes", "new_cases")
+OTHER_LISTS = ("xfail_message_changes", "other_changes", "new_cases")
 OTHER_LISTS += ("vanished_cases", "not_decided", "flaky_both", "broken_both")
 # Regression fields the page shows by name; any other scalar field is listed as it is.
 SHOWN_FIELDS = {
@@ -570,7 +569,7 @@ def _timeline(data: dict) -> str:
         tds = []
         for r in order:
             o = outcomes.get(r)
-            cls = "absent" if o is None else "ok" if o in ("passed", "xfail") else "reg"
+            cls = "absent" if o is None else "ok" if o in compare.GOOD else "reg"
             cls += " culprit" if r == culprit_release else ""
             tds.append(f'<td class="{cls}">{e(o or "")}</td>')
         named = len(group) <= GROUP_NAMED

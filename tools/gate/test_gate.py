@@ -183,7 +183,8 @@ class CompareTest(unittest.TestCase):
 
     def test_regressions(self):
         # Every case that passed (or xfailed) on the baseline and did not pass on the candidate,
-        # whatever the targets' status: failed, error, skipped, absent from a red target.
+        # whatever the targets' status: failed, error, skipped, absent from a red target; an
+        # xpass (its body passed against its marker) that xfails is a pass that now xfails.
         self.assertEqual(
             self._cases("regressions"),
             [
@@ -194,6 +195,7 @@ class CompareTest(unittest.TestCase):
                 ("//pkg:t", "other"),
                 ("//pkg:t", "reg_error"),
                 ("//pkg:t", "reg_fail"),
+                ("//pkg:t", "to_xfail"),
                 ("//pkg:t", "xfail_breaks"),
             ],
         )
@@ -205,10 +207,10 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(reg["node_id"], "m.py::C::reg_fail")
 
     def test_fixes_xfail_and_other_changes(self):
-        self.assertEqual(self._cases("fixes"), [("//pkg:t", "fix")])
-        self.assertEqual(
-            self._cases("xfail_changes"), [("//pkg:t", "to_xfail"), ("//pkg:t", "to_xpass")]
-        )
+        # An xfail whose body now passes (an xpass: its marker stale) is a fix, as recorded.
+        self.assertEqual(self._cases("fixes"), [("//pkg:t", "fix"), ("//pkg:t", "to_xpass")])
+        fix = next(i for i in self.result["fixes"] if i["case"] == "m.C::to_xpass")
+        self.assertEqual(fix["stale"], {"by": "marker", "other_needs_it": True})
         self.assertEqual(self._cases("other_changes"), [("//pkg:t", "skip_to_pass")])
         (changed,) = self.result["xfail_message_changes"]
         self.assertEqual(
@@ -218,9 +220,13 @@ class CompareTest(unittest.TestCase):
 
     def test_a_case_declared_for_the_candidate_only_is_a_regression_it_accepts(self):
         # Passed on the baseline, declared skip (for the candidate's release) on the candidate.
-        (item,) = [i for i in self.result["regressions"] if i.get("newly_declared")]
+        declared, marker = [i for i in self.result["regressions"] if i.get("newly_declared")]
         self.assertEqual(
-            (item["case"], item["newly_declared"]), ("m.C::declared_skip", DECLARED[1])
+            (declared["case"], declared["newly_declared"]), ("m.C::declared_skip", DECLARED[1])
+        )
+        self.assertEqual(
+            (marker["case"], marker["newly_declared"]),
+            ("m.C::to_xfail", "xfail (a marker in the test): known"),
         )
         self.assertEqual(self.result["declared"], [])
 
@@ -276,12 +282,18 @@ class CompareTest(unittest.TestCase):
 
     def test_nothing_changed_is_empty(self):
         same = compare.compare(self.before, self.before)
-        # Nothing changed, but a case skipped (undeclared) on both sides ran on neither, and
-        # the cases that failed on both sides wait for their re-runs (rates.py) as broken.
+        # Nothing changed, but a case skipped (undeclared) on both sides ran on neither, the
+        # cases that failed on both sides wait for their re-runs (rates.py) as broken, and an
+        # xpass on both sides names its stale marker.
         self.assertEqual(
-            {k: [i.get("reason") for i in v] for k, v in same.items() if v and k != "coverage"},
-            {"one_side": ["skipped on both sides (no reason)"], "broken_both": [None, None]},
+            {k: [i.get("case") for i in v] for k, v in same.items() if v and k != "coverage"},
+            {
+                "one_side": ["m.C::skip_to_pass"],
+                "broken_both": ["m.C::fix", "m.C::still_failing"],
+                "other_changes": ["m.C::to_xfail"],
+            },
         )
+        self.assertEqual(same["one_side"][0]["reason"], "skipped on both sides (no reason)")
 
     def test_report_lists_regressions_first(self):
         data = {
@@ -303,8 +315,8 @@ class CompareTest(unittest.TestCase):
         for item in self.result["regressions"]:
             item["confirmation"] = {"verdict": "consistent", "failed_runs": 3, "runs": 3}
         text = report.markdown(data)
-        self.assertIn("**REGRESSED (exit 1): 8 regressions; compared on both sides: 3 of 5", text)
-        self.assertIn("**8 regressions** (7 not flaky, 0 flaky, 1 newly declared", text)
+        self.assertIn("**REGRESSED (exit 1): 9 regressions; compared on both sides: 3 of 5", text)
+        self.assertIn("**9 regressions** (7 not flaky, 0 flaky, 2 newly declared", text)
         self.assertLess(text.index("## Regressions"), text.index("## Fixes"))
         self.assertIn("first failure: `AssertionError: reg_fail broke`", text)
         self.assertEqual(
@@ -595,7 +607,6 @@ class RegressionRuleTest(unittest.TestCase):
         )
         (item,) = result["regressions"]
         self.assertEqual(item["newly_declared"], "xfail (a marker in the test): condition on 2.15")
-        self.assertEqual(result["xfail_changes"], [])
 
 
 FAIL_215 = ("torch_test.declared", "fail: 2.15 records aten.view")
@@ -689,7 +700,7 @@ class FixTest(unittest.TestCase):
         (fix,) = result["fixes"]
         self.assertEqual(
             (fix["case"], fix["baseline"], fix["candidate"]),
-            ("m.C::a", "xfail", "passed (stale expectation)"),
+            ("m.C::a", "declared_fail", "passed (stale expectation)"),
         )
         self.assertEqual(fix["stale"]["file"], EXPECTATIONS)
         # The entry declares every release: the baseline's still fails, so it keeps it.
@@ -783,8 +794,8 @@ class FixTest(unittest.TestCase):
         text = report.markdown(_report_data(result, gate.exit_code(result)))
         self.assertIn("**complete, no regressions (exit 0)", text)
         self.assertIn(
-            "- `//p:t` `m.C::a`: xfail → passed (stale expectation); stale declared fail: in "
-            f"{EXPECTATIONS}, [[expect]] #1",
+            "- `//p:t` `m.C::a`: declared_fail → passed (stale expectation); stale declared fail: "
+            f"in {EXPECTATIONS}, [[expect]] #1",
             text,
         )
 

@@ -16,7 +16,7 @@ SUFFIXES = {"cpu": "", "gpu": "_gpu", "multi_gpu": "_multi_gpu", "gpu_x4": "_gpu
 LEADING = ["verdict", "compared", "regressions", "grid", "culprits", "fixes", "infra"]
 LEADING.append("quarantines")
 CATEGORIES = ("regressions", "infra", "one_side", "fixes", "declared", "other_changes")
-CATEGORIES += ("xfail_changes", "xfail_message_changes", "new_cases", "vanished_cases")
+CATEGORIES += ("xfail_message_changes", "new_cases", "vanished_cases")
 
 
 def _page(data: dict) -> str:

@@ -1,37 +1,25 @@
 """Test cases of a shard's test.xml: the one reader of per-case outcomes.
 
-    for case in junit.cases(path):
-        case.id, case.outcome, case.time_s, case.message
+    for c in junit.cases(path):
+        c.node_id, c.case.outcome, c.time_s        # c.case: a record.Case
 
-Where the runner's record is in the file (record.py), its cases are the cases and their outcome
-is what the runner's witness saw them do, whatever pytest reported; pytest's entries add only
-their seconds (matched by node id). The record's outcomes read as pytest's below: a declared
-fail as xfail with `declared` "fail: <reason>", a quarantined failure as xfail with "flaky:
-<reason>" (every case a flaky entry names keeps the record's `quarantine`), a declared skip as
-skipped with "skip: <reason>",
-not applicable as skipped with `not_applicable`, and `never_ran` (the inventory holds the case,
-no body of it was seen) as itself; a case failed because its body passed against a stale
-expectation keeps the record's `stale` (record.py). Without a record (a run saved before the
-runner wrote one), pytest's own encoding is read.
-
-Outcomes, from how pytest encodes them:
-  passed   no child element (also a non-strict xfail test that passed: pytest writes a pass)
-  failed   <failure>, except the two unexpected-success forms below
-  error    <error> (setup/teardown errors, collection errors)
-  skipped  <skipped>
-  xfail    <skipped type="pytest.xfail">: an expected failure that failed
-  xpass    an expected failure that passed and failed the run: <failure> "[XPASS(strict)] ..."
-           (pytest xfail strict) or "Unexpected success" (unittest.expectedFailure), or
-           <skipped> "xfail-marked test passes unexpectedly" (older pytest)
+A case is the runner's record.Case (record.py), whatever pytest reported; pytest's entries add
+only their seconds, matched by node id. Without a record (a run saved before the runner wrote
+one), pytest's own JUnit is converted into record.Case here, and nowhere else:
+  no child element                   passed (also a non-strict xfail that passed)
+  <failure>, <error>                 failed
+  <skipped>                          skipped
+  <skipped type="pytest.xfail">      xfail: an expected failure that failed
+  an unexpected success              failed, its marker stale ({"by": "marker"}): <failure>
+                                     "[XPASS(strict)] ..." or "Unexpected success", or <skipped>
+                                     "xfail-marked test passes unexpectedly" (older pytest)
+and the case's JUnit properties (tools.runner.session.outcome_audit wrote them):
+`torch_test.declared` ("skip: <reason>" / "fail: <reason>") makes a skip declared_skip and an
+xfail declared_fail, a pass failed against a stale expectation, and any other outcome one
+that says it did not match; `torch_test.not_applicable` makes a skip not_applicable.
 
 A testcase without a name is no test: pytest writes one when the session is interrupted (the
 runner's SIGTERM handler, i.e. a Bazel timeout); cases() leaves it out.
-
-A case's JUnit properties (pytest's item.user_properties, written by
-tools.runner.session.outcome_audit)
-say why an outcome is accepted: `declared` ("skip: <reason>" / "fail: <reason>", from the
-target's expectations file; a declared failure reads as xfail) and `not_applicable` (the test
-needs hardware no variant offers), so a gate can tell "declared" from "regressed".
 """
 
 import dataclasses
@@ -41,10 +29,8 @@ import xml.etree.ElementTree as ET
 from tools.results import record
 
 # What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
-__all__ = ["Case", "cases"]
+__all__ = ["cases"]
 
-NEVER_RAN = "never_ran"
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfail", "xpass", NEVER_RAN)
 _XPASS_PREFIXES = ("[XPASS(strict)]", "Unexpected success", "xfail-marked test passes unexpectedly")
 _DECLARED = "torch_test.declared"
 _NOT_APPLICABLE = "torch_test.not_applicable"
@@ -52,57 +38,22 @@ _NOT_APPLICABLE = "torch_test.not_applicable"
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    classname: str
-    name: str
-    file: str
-    outcome: str
-    time_s: float
-    message: str  # first line of the failure/error/skip message ("" when passed)
-    declared: str | None = None  # "skip: <reason>" or "fail: <reason>"
-    not_applicable: str | None = None  # why the hardware table cannot run it
-    recorded_id: str | None = None  # the node id the runner's record names it by
-    stale: dict | None = None  # the record's: the body passed against this expectation
-    quarantine: dict | None = None  # the record's: the flaky entry that names the case
+    node_id: str  # pytest's (`file.py::Class::name`), as the record names the case
+    case: record.Case
+    time_s: float = 0.0  # pytest's seconds for it (0 where pytest reported none)
 
     @property
     def id(self) -> str:
         """Unique within a target: `classname::name`."""
-        return f"{self.classname}::{self.name}" if self.classname else self.name
+        return case_id(self.node_id)
 
     @property
-    def node_id(self) -> str | None:
-        """pytest's node id (`file.py::Class::name`): the record's, else from xunit1's file and
-        classname."""
-        if self.recorded_id is not None:
-            return self.recorded_id
-        if not self.file.endswith(".py"):
-            return None
-        module = self.file[: -len(".py")].replace("/", ".")
-        inner = (
-            self.classname[len(module) :].strip(".") if self.classname.startswith(module) else ""
-        )
-        return "::".join([self.file, *filter(None, inner.split(".")), self.name])
-
-
-def _outcome(case: ET.Element) -> tuple[str, str]:
-    for tag in ("failure", "error", "skipped"):
-        child = case.find(tag)
-        if child is None:
-            continue
-        message = child.get("message") or (child.text or "").strip()
-        first = message.strip().splitlines()[0] if message.strip() else ""
-        if first.startswith(_XPASS_PREFIXES):
-            return "xpass", first
-        if tag == "failure":
-            return "failed", first
-        if tag == "error":
-            return "error", first
-        return ("xfail" if child.get("type") == "pytest.xfail" else "skipped"), first
-    return "passed", ""
+    def name(self) -> str:
+        return _parts(self.node_id)[2]
 
 
 def _parts(node_id: str) -> tuple[str, str, str]:
-    """(file, xunit1 classname, name) of a node id: Case.node_id read backwards."""
+    """(file, xunit1 classname, name) of a node id."""
     head, bracket, params = node_id.partition("[")  # a parameter id may hold "::"
     file, *classes = head.split("::")
     name = classes.pop() + bracket + params if classes else ""
@@ -116,96 +67,81 @@ def case_id(node_id: str) -> str:
     return f"{classname}::{name}"
 
 
-def _witnessed(node_id: str, seen: record.Case, reported: Case | None) -> Case:
-    """A case as the runner's record has it; pytest's entry (if any) gives its seconds."""
-    why = seen.declared or seen.detail
-    outcome, declared, not_applicable = {
-        "declared_fail": ("xfail", f"fail: {why}", None),
-        "quarantined": ("xfail", f"flaky: {seen.declared}", None),
-        "declared_skip": ("skipped", f"skip: {why}", None),
-        "not_applicable": ("skipped", None, seen.detail),
-    }.get(seen.outcome, (seen.outcome, None, None))
-    file, classname, name = _parts(node_id)
-    if reported is not None:
-        file, classname, name = reported.file, reported.classname, reported.name
-    return Case(
-        classname=classname,
-        name=name,
-        file=file,
-        outcome=outcome,
-        time_s=reported.time_s if reported else 0.0,
-        message=_message(seen),
-        declared=declared,
-        not_applicable=not_applicable,
-        recorded_id=node_id,
-        stale=seen.stale,
-        quarantine=seen.quarantine,
-    )
+def _node_id(element: ET.Element) -> str:
+    """pytest's node id from xunit1's file and classname (`classname::name` without a file)."""
+    file, classname, name = (element.get(k, "") for k in ("file", "classname", "name"))
+    if not file.endswith(".py"):
+        return f"{classname}::{name}" if classname else name
+    module = file[: -len(".py")].replace("/", ".")
+    inner = classname[len(module) :].strip(".") if classname.startswith(module) else ""
+    return "::".join([file, *filter(None, inner.split(".")), name])
 
 
-def _message(seen: record.Case) -> str:
-    """The first line a person reads: a declaration's reason where one accepted the outcome."""
-    if seen.outcome in ("declared_fail", "declared_skip") and seen.declared:
-        return f"declared: {seen.declared}"
-    text = seen.detail.strip()
-    return text.splitlines()[0] if text else ""
+def _pytest_outcome(element: ET.Element) -> tuple[record.Case, str | None]:
+    """The case as pytest's JUnit encodes it, and pytest's own name for a mismatch's text."""
+    for tag in ("failure", "error", "skipped"):
+        child = element.find(tag)
+        if child is None:
+            continue
+        message = (child.get("message") or (child.text or "")).strip()
+        first = message.splitlines()[0] if message else ""
+        if first.startswith(_XPASS_PREFIXES):
+            return record.Case(record.FAILED, first, stale={"by": "marker"}), "xpass"
+        if tag != "skipped":
+            return record.Case(record.FAILED, first), tag if tag == "error" else None
+        if child.get("type") == "pytest.xfail":
+            return record.Case(record.XFAIL, first), None
+        return record.Case(record.SKIPPED, first), None
+    return record.Case(record.PASSED), None
+
+
+def _converted(element: ET.Element) -> record.Case:
+    """A case of a run saved before the record, as the record would have it."""
+    case, said = _pytest_outcome(element)
+    props = {p.get("name"): p.get("value") for p in element.iter("property")}
+    if props.get(_NOT_APPLICABLE) and case.outcome == record.SKIPPED:
+        return record.Case(record.NOT_APPLICABLE, props[_NOT_APPLICABLE])
+    if not props.get(_DECLARED):
+        return case
+    kind, _, why = props[_DECLARED].partition(": ")  # the property's own form, kind first
+    accepted = {
+        ("skip", record.SKIPPED): record.DECLARED_SKIP,
+        ("fail", record.XFAIL): record.DECLARED_FAIL,
+    }
+    if (kind, case.outcome) in accepted:
+        return record.Case(accepted[kind, case.outcome], case.detail, why)
+    if case.outcome == record.PASSED:
+        stale = {"by": "expectations", "outcome": kind}
+        return record.Case(record.FAILED, f"declared {kind} ({why}), but it passed", stale=stale)
+    it = said or case.outcome
+    detail = f"declared {kind}: {why}, but it {it}" + (f": {case.detail}" if case.detail else "")
+    return dataclasses.replace(case, detail=detail)
+
+
+def _reported(path: pathlib.Path) -> list[tuple[ET.Element, str]]:
+    """pytest's testcase elements, with their node ids."""
+    found = []
+    for element in ET.parse(path).getroot().iter("testcase"):
+        if element.get("name"):  # else pytest's record of an interrupted session, not a test
+            found.append((element, _node_id(element)))
+    return found
 
 
 def cases(path: pathlib.Path) -> list[Case]:
     reported = _reported(path)
     rec = record.read(path)
     if rec is None:
-        return reported
-    by_node = {c.node_id: c for c in reported}
-    return [_witnessed(n, seen, by_node.get(n)) for n, seen in rec.cases.items()]
-
-
-def _reported(path: pathlib.Path) -> list[Case]:
-    """The cases as pytest reported them."""
-    found = []
-    for case in ET.parse(path).getroot().iter("testcase"):
-        if not case.get("name"):
-            continue  # pytest's record of an interrupted session, not a test
-        outcome, message = _outcome(case)
-        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
-        found.append(
-            Case(
-                classname=case.get("classname", ""),
-                name=case.get("name", ""),
-                file=case.get("file", ""),
-                outcome=outcome,
-                time_s=float(case.get("time") or 0),
-                message=message,
-                declared=properties.get(_DECLARED),
-                not_applicable=properties.get(_NOT_APPLICABLE),
-            )
-        )
-    return found
-
-
-# How reports count cases: what was accepted by a declaration (expectations files) and what is
-# not applicable to the hardware table apart from other skips, which fail their target.
-COLUMNS = ("passed", "failed", "xfail", "declared", "n/a", "skipped", "never ran")
-
-
-def column(case: Case) -> str:
-    if case.outcome in ("failed", "error", "xpass"):
-        return "failed"
-    if case.outcome == NEVER_RAN:
-        return "never ran"
-    if case.outcome in ("skipped", "xfail") and case.declared:
-        return "declared"
-    if case.outcome == "skipped" and case.not_applicable:
-        return "n/a"
-    return case.outcome
+        return [Case(n, _converted(e), float(e.get("time") or 0)) for e, n in reported]
+    seconds = {n: float(e.get("time") or 0) for e, n in reported}
+    return [Case(n, seen, seconds.get(n, 0.0)) for n, seen in rec.cases.items()]
 
 
 def counts(paths) -> dict[str, int]:
-    """Cases per column over these test.xml files (every column, zeros included)."""
-    found = dict.fromkeys(COLUMNS, 0)
+    """Cases per report column (record.COLUMNS) over these test.xml files, zeros included."""
+    found = dict.fromkeys(record.COLUMNS, 0)
     for path in paths:
-        for case in cases(path):
-            found[column(case)] += 1
+        for c in cases(path):
+            found[c.case.of.column] += 1
     return found
 
 

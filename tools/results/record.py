@@ -59,23 +59,43 @@ import json
 import pathlib
 import xml.etree.ElementTree as ET
 
+# What bench/ may use of this module (tools/selftest/test_bench.py holds it to this).
+__all__ = ["Case", "FAILED", "SKIPPED"]
+
 PROPERTY = "torch_test.record"
 SCHEMA = 1
 
-PASSED, FAILED = "passed", "failed"
-OUTCOMES = (
-    "passed",
-    "failed",
-    "xfail",
-    "declared_fail",
-    "declared_skip",
-    "quarantined",
-    "not_applicable",
-    "skipped",
-    "never_ran",
-)
-# Outcomes that leave a target green.
-GREEN = ("passed", "xfail", "declared_fail", "declared_skip", "quarantined", "not_applicable")
+PASSED, FAILED, XFAIL = "passed", "failed", "xfail"
+DECLARED_FAIL, DECLARED_SKIP, QUARANTINED = "declared_fail", "declared_skip", "quarantined"
+NOT_APPLICABLE, SKIPPED, NEVER_RAN = "not_applicable", "skipped", "never_ran"
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What every reader needs to know of an outcome: the one table of them (a new outcome is
+    a row here)."""
+
+    green: bool  # it leaves its target green
+    ran: bool  # its body ran to an end (a pass or a failure): a gate compares it
+    raised: bool  # its body raised: a pass on the other side is a fix
+    kind: str | None  # the expectation that accepts it (its `declared` names why), or None
+    column: str  # the column reports count it in
+
+
+TABLE = {
+    PASSED: Outcome(True, True, False, None, "passed"),
+    FAILED: Outcome(False, True, True, None, "failed"),
+    XFAIL: Outcome(True, True, True, None, "xfail"),
+    DECLARED_FAIL: Outcome(True, True, True, "fail", "declared"),
+    DECLARED_SKIP: Outcome(True, False, False, "skip", "declared"),
+    QUARANTINED: Outcome(True, True, True, "flaky", "declared"),
+    NOT_APPLICABLE: Outcome(True, False, False, "not applicable", "n/a"),
+    SKIPPED: Outcome(False, False, False, None, "skipped"),
+    NEVER_RAN: Outcome(False, False, False, None, "never ran"),
+}
+OUTCOMES = tuple(TABLE)
+GREEN = tuple(o for o, t in TABLE.items() if t.green)
+COLUMNS = tuple(dict.fromkeys(t.column for t in TABLE.values()))
 # How a not_applicable case's skip reason begins (the session plugin's skip; the runner's
 # verdict and the outcome audit read it).
 NOT_APPLICABLE_PREFIX = "not applicable to this hardware table: "
@@ -88,6 +108,25 @@ class Case:
     declared: str | None = None  # the declaration's reason, where one accepted the outcome
     stale: dict | None = None  # the body passed against this expectation (above)
     quarantine: dict | None = None  # the flaky entry that names the case (above)
+
+    @property
+    def of(self) -> Outcome:
+        return TABLE[self.outcome]
+
+    @property
+    def declaration(self) -> str | None:
+        """`kind: why` of the expectation that accepts the outcome (`fail: bug 7`, `not
+        applicable: needs mps`), None where none does."""
+        kind = self.of.kind
+        return f"{kind}: {self.declared or self.detail}" if kind else None
+
+    @property
+    def message(self) -> str:
+        """The first line a person reads: a declaration's reason where one accepted it."""
+        if self.outcome in (DECLARED_FAIL, DECLARED_SKIP) and self.declared:
+            return f"declared: {self.declared}"
+        text = self.detail.strip()
+        return text.splitlines()[0] if text else ""
 
 
 @dataclasses.dataclass
@@ -125,7 +164,7 @@ class ShardRecord:
 
     @property
     def never_run(self) -> list[str]:
-        return sorted(c for c, case in self.cases.items() if case.outcome == "never_ran")
+        return sorted(c for c, case in self.cases.items() if case.outcome == NEVER_RAN)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -136,6 +175,9 @@ class ShardRecord:
         if raw.get("schema") != SCHEMA:
             raise ValueError(f"record schema {raw.get('schema')!r}, this reader knows {SCHEMA}")
         raw["cases"] = {k: Case(**v) for k, v in raw.get("cases", {}).items()}
+        unknown = {c.outcome for c in raw["cases"].values()} - set(TABLE)
+        if unknown:
+            raise ValueError(f"record outcomes {sorted(unknown)}, this reader knows {OUTCOMES}")
         if raw.get("lease") is not None:
             raw["lease"] = Lease(**raw["lease"])
         if raw.get("resources") is not None:

@@ -303,19 +303,25 @@ class JunitTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = pathlib.Path(tmp, "test.xml")
             path.write_text(JUNIT)
-            found = {c.name: (c.outcome, c.message) for c in junit.cases(path)}
             cases = junit.cases(path)
+        found = {c.name: (c.case.outcome, c.case.message, c.case.stale) for c in cases}
+        marker = {"by": "marker"}  # an unexpected success: its marker is stale
         self.assertEqual(
             found,
             {
-                "test_pass": ("passed", ""),
-                "test_fail": ("failed", "AssertionError: 1 != 2"),
-                "test_error": ("error", "error in setup"),
-                "test_skip": ("skipped", "no gpu"),
-                "test_xfail": ("xfail", "known bug"),
-                "test_xpass_strict": ("xpass", "[XPASS(strict)] known bug"),
-                "test_unexpected": ("xpass", "Unexpected success"),
-                "test_p[relu inplace]": ("failed", "boom"),
+                "test_pass": ("passed", "", None),
+                "test_fail": ("failed", "AssertionError: 1 != 2", None),
+                "test_error": ("failed", "error in setup", None),
+                "test_skip": ("skipped", "no gpu", None),
+                "test_xfail": ("xfail", "known bug", None),
+                "test_xpass_strict": ("failed", "[XPASS(strict)] known bug", marker),
+                "test_unexpected": ("failed", "Unexpected success", marker),
+                # A failure beside a declared fail (which reads as xfail) is no declared fail.
+                "test_p[relu inplace]": (
+                    "failed",
+                    "declared fail: known, but it failed: boom",
+                    None,
+                ),
             },
         )
         self.assertEqual((cases[0].id, cases[0].time_s), ("m.C::test_pass", 1.5))
@@ -332,19 +338,33 @@ class JunitTest(unittest.TestCase):
             '<skipped type="pytest.skip" message="not applicable to this hardware table: needs '
             'mps" /></testcase>'
             '<testcase classname="m" name="test_plain" />'
+            '<testcase classname="m" name="test_stale"><properties>'
+            '<property name="torch_test.declared" value="skip: no gpu" /></properties>'
+            "</testcase>"
+            '<testcase classname="m" name="test_other"><properties>'
+            '<property name="torch_test.declared" value="skip: not applicable: odd" />'
+            '</properties><error message="error in setup" /></testcase>'
             "</testsuite></testsuites>"
         )
         with tempfile.TemporaryDirectory() as tmp:
             path = pathlib.Path(tmp, "test.xml")
             path.write_text(xml)
-            found = {c.name: (c.outcome, c.declared, c.not_applicable) for c in junit.cases(path)}
+            found = {c.name: c.case for c in junit.cases(path)}
         self.assertEqual(
-            found,
+            {n: (c.outcome, c.declaration) for n, c in found.items()},
             {
-                "test_declared": ("xfail", "fail: bug 7", None),
-                "test_mps": ("skipped", None, "needs mps"),
-                "test_plain": ("passed", None, None),
+                "test_declared": ("declared_fail", "fail: bug 7"),
+                "test_mps": ("not_applicable", "not applicable: needs mps"),
+                "test_plain": ("passed", None),
+                "test_stale": ("failed", None),
+                # A reason that begins as a kind does is a reason: its kind is the property's.
+                "test_other": ("failed", None),
             },
+        )
+        self.assertEqual(found["test_stale"].stale, {"by": "expectations", "outcome": "skip"})
+        self.assertEqual(
+            found["test_other"].detail,
+            "declared skip: not applicable: odd, but it error: error in setup",
         )
 
     def test_node_id_and_declared_outcome(self):
@@ -353,7 +373,7 @@ class JunitTest(unittest.TestCase):
             path.write_text(JUNIT)
             param = next(c for c in junit.cases(path) if c.name.startswith("test_p["))
         self.assertEqual(param.node_id, "pkg/t_x.py::C::test_p[relu inplace]")
-        self.assertEqual((param.declared, param.not_applicable), ("fail: known", None))
+        self.assertEqual((param.case.outcome, param.case.declaration), ("failed", None))
 
 
 HUNG = "tools/gate/fixtures/hangs_on_candidate.py::test_hangs"
@@ -364,7 +384,7 @@ class TimeoutTest(unittest.TestCase):
 
     def test_the_nameless_testcase_pytest_leaves_after_sigterm_is_no_case(self):
         cases = junit.cases(TESTDATA / "timeout.test.xml")
-        self.assertEqual([(c.name, c.outcome) for c in cases], [("test_known_bad", "failed")])
+        self.assertEqual([(c.name, c.case.outcome) for c in cases], [("test_known_bad", "failed")])
 
     def test_hang_names_the_running_test_and_its_stack(self):
         # The recorded run's stack (faulthandler's, innermost first), as the record holds it.
@@ -413,18 +433,20 @@ class RecordTest(unittest.TestCase):
         )
         found = {c.node_id: c for c in junit.cases(self.xml)}
         bad = found[base + "test_known_bad"]
-        self.assertEqual((bad.outcome, bad.time_s), ("passed", 0.001))
+        self.assertEqual((bad.case.outcome, bad.time_s), ("passed", 0.001))
         self.assertEqual(bad.id, "tools.gate.fixtures.hangs_on_candidate::test_known_bad")
         # The id of a case pytest never reported is the one pytest would have given it.
         hung = found[base + "test_hangs"]
-        self.assertEqual((hung.outcome, hung.id), ("never_ran", junit.case_id(base + "test_hangs")))
+        self.assertEqual(
+            (hung.case.outcome, hung.id), ("never_ran", junit.case_id(base + "test_hangs"))
+        )
         self.assertEqual(hung.id, "tools.gate.fixtures.hangs_on_candidate::test_hangs")
         self.assertEqual(
-            {n: (c.outcome, c.declared, c.not_applicable) for n, c in found.items() if "T::" in n},
+            {n: c.case.declaration for n, c in found.items() if "T::" in n},
             {
-                base + "T::test_d": ("xfail", "fail: bug 7", None),
-                base + "T::test_s": ("skipped", "skip: no cuda", None),
-                base + "T::test_n[a::b]": ("skipped", None, "needs mps"),
+                base + "T::test_d": "fail: bug 7",
+                base + "T::test_s": "skip: no cuda",
+                base + "T::test_n[a::b]": "not applicable: needs mps",
             },
         )
         self.assertEqual(found[base + "T::test_n[a::b]"].name, "test_n[a::b]")

@@ -36,6 +36,7 @@ import subprocess
 
 from tools.runner import witness
 from tools.runner.session import child
+from tools.runner.session import inventory as source_inventory
 
 SEED_ENV = "PYTHONHASHSEED"
 DEFAULT_SEED = "0"
@@ -95,13 +96,13 @@ class Check:
             self.proc.kill()
         self.proc.wait()
 
-    def inventory(self) -> tuple[dict | None, str]:
+    def inventory(self) -> tuple[source_inventory.Inventory | None, str]:
         """The inventory, or None and why it could not be taken (a forked one: once the test
         process has ended)."""
         if self.proc is not None:
             self.proc.wait()
         try:
-            return json.loads(self.out.text()), ""
+            return source_inventory.Inventory.from_json(self.out.text()), ""
         except ValueError:  # none, or cut short: it never finished
             tail = ""
             if os.path.exists(self.log):
@@ -109,14 +110,14 @@ class Check:
                     tail = f.read()[-3000:]
             return None, f"the inventory of the source (collected beside the tests) failed:\n{tail}"
 
-    def stability(self, ours: dict | None, found: dict) -> tuple[int, str]:
+    def stability(self, ours: dict | None, found: source_inventory.Inventory) -> tuple[int, str]:
         """0 and "" when the tests' collection (`ours`, as their ledger says) means what the
         inventory's does."""
         if ours is None:
             return 0, ""  # the tests never collected: their own failure says why
         # What only the inventory holds is the verdict's (never ran); what only this shard's
         # process collected, the other shards may never collect, so none would run it.
-        theirs = {case: info["params"] for case, info in found["items"].items() if case in ours}
+        theirs = {case: info.params for case, info in found.items.items() if case in ours}
         lines = differences(ours, theirs)
         if not lines:
             return 0, ""

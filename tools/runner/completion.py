@@ -51,6 +51,8 @@ class Record:
                     setattr(self, event, json.loads(nodeid))
                 except ValueError:
                     pass  # cut short as its process died: as if never written
+            else:  # a kind renamed on one side only: no line is dropped unread
+                raise ValueError(f"a ledger line of no kind session/ledger.py writes: {line!r}")
 
     @property
     def last_started(self) -> str | None:

@@ -28,8 +28,20 @@ import dataclasses
 import os
 
 from tools.results import record
+from tools.results.record import (
+    DECLARED_FAIL,
+    DECLARED_SKIP,
+    FAILED,
+    NEVER_RAN,
+    NOT_APPLICABLE,
+    PASSED,
+    QUARANTINED,
+    SKIPPED,
+    XFAIL,
+)
 from tools.runner.process import events
 from tools.runner.session import expectations
+from tools.runner.session.inventory import Inventory, Item
 
 
 class Seen:
@@ -113,16 +125,16 @@ def _matches(entry, exc: dict) -> str | None:
     return entry.matched(_text(exc))
 
 
-def judge(s: Seen, info: dict, entry) -> record.Case:
+def judge(s: Seen, info: Item, entry) -> record.Case:
     """One case's outcome from what was seen of it, what it expects of itself (`info`, the
     inventory's) and its declaration (`entry`, or None). A failing subtest is a failure of
     its case's body, after which the body went on."""
     fail = record.Case
     if s.threads:
-        return fail("failed", "an exception was raised in a thread: " + "; ".join(s.threads))
+        return fail(FAILED, "an exception was raised in a thread: " + "; ".join(s.threads))
     if s.unawaited:
         return fail(
-            "failed",
+            FAILED,
             f"created a coroutine nobody awaited ({', '.join(s.unawaited)}): its body never ran "
             "(an async def behind a synchronous wrapper needs an async runner)",
         )
@@ -138,58 +150,58 @@ def judge(s: Seen, info: dict, entry) -> record.Case:
     for exc in (setup, body) if s.entered else (setup, call):
         if exc is not None and exc["xfail"]:
             if entry is not None and entry.outcome == "skip" and entry.matched(exc["msg"]):
-                return record.Case("declared_skip", entry.matched(exc["msg"]), entry.reason)
-            return fail("failed", f"pytest.xfail() stopped it, its body unfinished: {exc['msg']}")
+                return record.Case(DECLARED_SKIP, entry.matched(exc["msg"]), entry.reason)
+            return fail(FAILED, f"pytest.xfail() stopped it, its body unfinished: {exc['msg']}")
     # The body's failure: what it raised, else its first failing subtest (unittest's
     # expectedFailure then reports the case to pytest as an xfail: no failure of its own).
     inner = body if body is not None else (subs[0][1] if subs else None)
     failures = [e for e in (setup, inner or call, teardown) if e is not None]
     if not s.begun or "call" not in s.phases and not failures:
-        return fail("never_ran", "its test protocol never ran")
+        return fail(NEVER_RAN, "its test protocol never ran")
     if not failures and not s.entered:
-        return fail("failed", "its body never ran (something reported a result without calling it)")
+        return fail(FAILED, "its body never ran (something reported a result without calling it)")
     if not failures and s.entered and not s.returned:
-        return fail("failed", "its body never returned (the process left it)")
+        return fail(FAILED, "its body never returned (the process left it)")
     if entry is not None and entry.outcome == "pass":
         return _judge_pass(s, entry, failures, body)
     if entry is not None and entry.outcome == "flaky":
         return _judge_quarantine(s, entry, failures, subs)
-    expected = info.get("xfail")
+    expected = info.xfail
     if failures:
         first = failures[0]
         if expected is not None and inner is not None and first is inner and teardown is None:
             raises = expected.get("raises")
             if raises is None or set(raises) & set(inner["mro"]):
-                return record.Case("xfail", _text(inner))
+                return record.Case(XFAIL, _text(inner))
         if entry is not None and entry.outcome == "fail":
             matched = _matches(entry, first)
             # Every failing subtest is the declared failure, or the case has another.
             later = [e for e in failures[1:] if e is not first]
             later += [exc for _, exc in subs if exc is not first and _matches(entry, exc) is None]
             if matched is not None and not later:
-                return record.Case("declared_fail", matched, entry.reason)
+                return record.Case(DECLARED_FAIL, matched, entry.reason)
             after = None
             if later and later[0] is teardown:
                 after = entry.teardown_matched(_text(teardown))
             if matched is not None and after is not None and len(later) == 1:
-                return record.Case("declared_fail", f"{matched}; then {after}", entry.reason)
+                return record.Case(DECLARED_FAIL, f"{matched}; then {after}", entry.reason)
             if matched is not None:
-                return fail("failed", f"declared fail matched, then also: {_text(later[0])}")
-            return fail("failed", f"{_text(first)} (declared fail: {entry.match!r} does not match)")
+                return fail(FAILED, f"declared fail matched, then also: {_text(later[0])}")
+            return fail(FAILED, f"{_text(first)} (declared fail: {entry.match!r} does not match)")
         if first is inner and body is None and subs:
-            return fail("failed", f"subtest {subs[0][0]} failed: {_text(inner)}")
-        return fail("failed", _text(first))
+            return fail(FAILED, f"subtest {subs[0][0]} failed: {_text(inner)}")
+        return fail(FAILED, _text(first))
     ranks = _ranks_missing(s)
     if ranks:
-        return fail("failed", ranks)
+        return fail(FAILED, ranks)
     # The body passed: the expectation is stale, and the record names it (record.Case.stale).
     if expected is not None:
         why = "expected to fail (xfail / expectedFailure), but it passed"
-        return record.Case("failed", why, stale={"by": "marker"})
+        return record.Case(FAILED, why, stale={"by": "marker"})
     if entry is not None:
         why = f"declared {entry.outcome} ({entry.reason}), but it passed"
-        return record.Case("failed", why, stale=_stale(entry))
-    return record.Case("passed")
+        return record.Case(FAILED, why, stale=_stale(entry))
+    return record.Case(PASSED)
 
 
 def _failed_subtests(s: Seen) -> list[tuple[str, dict]]:
@@ -197,26 +209,26 @@ def _failed_subtests(s: Seen) -> list[tuple[str, dict]]:
     return [(d, exc) for d, exc in s.subtests.items() if exc is not None and not exc["skip"]]
 
 
-def judge_subtests(s: Seen, case: record.Case, info: dict, entry) -> dict[str, record.Case]:
+def judge_subtests(s: Seen, case: record.Case, info: Item, entry) -> dict[str, record.Case]:
     """{description: outcome} of each subtest of a case judged `case`: a subtest is a case of
     its own in the record, so a gate compares it, whatever its siblings did."""
     out = {}
     for desc, exc in s.subtests.items():
         if exc is None:
-            out[desc] = record.Case("passed")
+            out[desc] = record.Case(PASSED)
         elif exc["skip"]:
-            if case.outcome in ("declared_skip", "not_applicable"):
+            if case.outcome in (DECLARED_SKIP, NOT_APPLICABLE):
                 out[desc] = dataclasses.replace(case)  # the case's own skip, declared so
             else:
-                out[desc] = record.Case("skipped", exc["msg"])
-        elif case.outcome == "xfail" and info.get("xfail") is not None:
-            out[desc] = record.Case("xfail", _text(exc))
-        elif case.outcome == "declared_fail" and _matches(entry, exc) is not None:
-            out[desc] = record.Case("declared_fail", _matches(entry, exc), entry.reason)
-        elif case.outcome == "quarantined" and _matches(entry, exc) is not None:
+                out[desc] = record.Case(SKIPPED, exc["msg"])
+        elif case.outcome == XFAIL and info.xfail is not None:
+            out[desc] = record.Case(XFAIL, _text(exc))
+        elif case.outcome == DECLARED_FAIL and _matches(entry, exc) is not None:
+            out[desc] = record.Case(DECLARED_FAIL, _matches(entry, exc), entry.reason)
+        elif case.outcome == QUARANTINED and _matches(entry, exc) is not None:
             out[desc] = dataclasses.replace(case, detail=_quarantined(exc, entry))
         else:
-            out[desc] = record.Case("failed", _text(exc))
+            out[desc] = record.Case(FAILED, _text(exc))
     for sub in out.values():  # a quarantine's runs count every subtest's, passed or not
         sub.quarantine = case.quarantine
     return out
@@ -240,14 +252,14 @@ def _judge_pass(s: Seen, entry, failures: list[dict], body) -> record.Case:
     unexpected = [e for e in failures if not (e is failures[0] and _unexpected_success(e, body))]
     if unexpected:
         return record.Case(
-            "failed", f"{_text(unexpected[0])} (declared pass ({entry.reason}): it did not pass)"
+            FAILED, f"{_text(unexpected[0])} (declared pass ({entry.reason}): it did not pass)"
         )
     if not (s.entered and s.returned):
-        return record.Case("failed", "its body never returned (declared pass: it did not pass)")
+        return record.Case(FAILED, "its body never returned (declared pass: it did not pass)")
     ranks = _ranks_missing(s)
     if ranks:
-        return record.Case("failed", ranks)
-    return record.Case("passed", "expected to fail, and passed as declared", entry.reason)
+        return record.Case(FAILED, ranks)
+    return record.Case(PASSED, "expected to fail, and passed as declared", entry.reason)
 
 
 def _judge_quarantine(s: Seen, entry, failures: list[dict], subs) -> record.Case:
@@ -257,24 +269,22 @@ def _judge_quarantine(s: Seen, entry, failures: list[dict], subs) -> record.Case
     quarantine = entry.quarantine
     expired = expectations.expiry(entry)
     if expired is not None:
-        return record.Case("failed", expired, quarantine=quarantine)
+        return record.Case(FAILED, expired, quarantine=quarantine)
     if not failures:
         ranks = _ranks_missing(s)
         if ranks:
-            return record.Case("failed", ranks, quarantine=quarantine)
-        return record.Case("passed", quarantine=quarantine)
+            return record.Case(FAILED, ranks, quarantine=quarantine)
+        return record.Case(PASSED, quarantine=quarantine)
     first = failures[0]
     others = [e for e in failures[1:] if e is not first]
     others += [exc for _, exc in subs if exc is not first and _matches(entry, exc) is None]
     if _matches(entry, first) is None:
         why = f"{_text(first)} (quarantined: {entry.match!r} does not match)"
-        return record.Case("failed", why, quarantine=quarantine)
+        return record.Case(FAILED, why, quarantine=quarantine)
     if others:
         why = f"quarantined failure matched, then also: {_text(others[0])}"
-        return record.Case("failed", why, quarantine=quarantine)
-    return record.Case(
-        "quarantined", _quarantined(first, entry), entry.reason, quarantine=quarantine
-    )
+        return record.Case(FAILED, why, quarantine=quarantine)
+    return record.Case(QUARANTINED, _quarantined(first, entry), entry.reason, quarantine=quarantine)
 
 
 def _quarantined(exc: dict, entry) -> str:
@@ -289,19 +299,19 @@ def _unexpected_success(exc: dict, body) -> bool:
     return body is None and failed and exc["msg"].startswith(expectations.UNEXPECTED_SUCCESS)
 
 
-def _judge_skip(skip: dict, info: dict, entry, teardown) -> record.Case:
+def _judge_skip(skip: dict, info: Item, entry, teardown) -> record.Case:
     reason = skip["msg"]
     if teardown is not None:
-        return record.Case("failed", f"skipped, then its teardown raised {_text(teardown)}")
-    na = info.get("not_applicable")
+        return record.Case(FAILED, f"skipped, then its teardown raised {_text(teardown)}")
+    na = info.not_applicable
     if na is not None and reason.startswith(record.NOT_APPLICABLE_PREFIX):
-        return record.Case("not_applicable", reason.removeprefix(record.NOT_APPLICABLE_PREFIX))
+        return record.Case(NOT_APPLICABLE, reason.removeprefix(record.NOT_APPLICABLE_PREFIX))
     if entry is not None and entry.outcome == "skip":
         matched = entry.matched(reason)
         if matched is not None:
-            return record.Case("declared_skip", matched, entry.reason)
-        return record.Case("skipped", f"{reason} (declared skip: {entry.match!r} does not match)")
-    return record.Case("skipped", reason)
+            return record.Case(DECLARED_SKIP, matched, entry.reason)
+        return record.Case(SKIPPED, f"{reason} (declared skip: {entry.match!r} does not match)")
+    return record.Case(SKIPPED, reason)
 
 
 def _ranks_missing(s: Seen) -> str | None:
@@ -318,7 +328,7 @@ def _ranks_missing(s: Seen) -> str | None:
 
 
 def shard_record(
-    inventory: dict,
+    inventory: Inventory,
     excused: set[str],
     received: list[dict],
     entries: list,
@@ -329,15 +339,16 @@ def shard_record(
     seen, outside, last = cases_seen(received)
     ours = {
         key: info
-        for key, info in inventory["items"].items()
-        if info["variant"] == variant and key not in excused
+        for key, info in inventory.items.items()
+        if info.variant == variant and key not in excused
     }
     # A case the session ran that the inventory lacks (made by the target's args or ini file:
     # a plugin they name, `python_functions`) is judged too: it expects nothing of itself, so
     # only a real pass of it is green.
-    ours.update({key: {} for key, s in seen.items() if s.begun and key not in ours})
+    unknown = Item(variant, {}, None, None)
+    ours.update({key: unknown for key, s in seen.items() if s.begun and key not in ours})
     declared, _ = expectations.assign(entries, sorted(ours))
-    expectations.check_passes(declared, {key: info.get("xfail") for key, info in ours.items()})
+    expectations.check_passes(declared, {key: info.xfail for key, info in ours.items()})
     rec = record.ShardRecord()
     for key, info in sorted(ours.items()):
         s = seen.get(key, Seen())
@@ -348,10 +359,10 @@ def shard_record(
         for desc, sub in judge_subtests(s, case, info, entry).items():
             rec.cases[f"{name} {desc}"] = sub
     # A file that yields no case is a case of its own: its import failed, or it skipped itself.
-    for path, (outcome, text) in sorted(inventory["unloaded"].items()):
-        why = "could not be imported" if outcome == "failed" else "skipped at import"
+    for path, (outcome, text) in sorted(inventory.unloaded.items()):
+        why = "could not be imported" if outcome == FAILED else "skipped at import"
         rec.cases[display(path, root)] = record.Case(outcome, f"{why}: {text}")
-    rec.never_collected = [f"{display(k, root)} ({what})" for k, what in inventory["uncollected"]]
+    rec.never_collected = [f"{display(k, root)} ({what})" for k, what in inventory.uncollected]
     rec.last_started = (seen[last].nodeid or display(last, root)) if last else None
     for finding in outside:
         rec.problems.append(f"outside any test: {finding}")
@@ -368,7 +379,7 @@ def problems(rec: record.ShardRecord) -> list[str]:
     """Lines for people: every case that leaves the target red, and why."""
     lines = []
     for case, c in rec.cases.items():
-        if c.outcome == "never_ran":
+        if c.outcome == NEVER_RAN:
             lines.append(f"defined but never ran: {case}")
         elif c.outcome not in record.GREEN:
             lines.append(f"{c.outcome}: {case}: {c.detail}")

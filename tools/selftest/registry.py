@@ -55,11 +55,13 @@ CHECKS = (
     Check(
         "plumbing",
         "tools/hardware/spec.py alone reads a target's spec and its run's runtime record; every "
-        "TORCH_TEST_* name the tree uses is defined; Python tools ask tools/bazel for the mode",
+        "TORCH_TEST_* name the tree uses is defined; Python tools ask tools/bazel for the mode; "
+        "the record's outcome words are record.py's",
         2,
         (),
         ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider")
-        + ("tools/hardware/test_plumbing.py", "tools/python/tests/test_host_mode.py"),
+        + ("tools/hardware/test_plumbing.py", "tools/python/tests/test_host_mode.py")
+        + ("tools/results/test_vocabulary.py",),
         "none",
     ),
     Check(

@@ -36,6 +36,7 @@ ALLOWED = {
     "tools.results.bep",
     "tools.results.facts",
     "tools.results.junit",
+    "tools.results.record",
     "tools.runner.bytecode",
     "tools.runner.process.kernel_cache",
     "tools.runner.process.private_dirs",

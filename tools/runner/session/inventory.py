@@ -58,12 +58,14 @@ a test (an inherited `__test__ = False`, an `__init__`, a conftest's selection, 
 warning) is caught without a check of its own.
 """
 
+import dataclasses
 import json
 import os
 import pathlib
 import sys
 import unittest
 
+from tools.results import record
 from tools.runner.session import collection_record
 
 # Pytest's default naming (python_functions, python_classes): the inventory does not read the
@@ -71,6 +73,38 @@ from tools.runner.session import collection_record
 _TEST_PREFIX = "test"
 _CLASS_PREFIX = "Test"
 _ERROR_TEXT = 3000  # the last characters of a collection error kept in the record
+
+
+@dataclasses.dataclass(frozen=True)
+class Item:
+    """A case of the inventory (`items` above)."""
+
+    variant: str  # the variant the session plugin places it in
+    params: dict  # its parameters' reprs (collection_record.describe)
+    xfail: dict | None  # what it expects to fail with (expected_failure), or None
+    not_applicable: str | None  # why the hardware table cannot run it, or None
+
+
+@dataclasses.dataclass
+class Inventory:
+    """The inventory's file: written here, read by tools/runner/collection.py and verdict.py."""
+
+    items: dict[str, Item]
+    uncollected: list  # [definition, what]
+    unloaded: dict  # path -> [record.FAILED or record.SKIPPED, its text]
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Inventory":
+        """Refuses a key this schema lacks or misses (renamed on one side only)."""
+        raw = json.loads(text)
+        try:
+            raw["items"] = {k: Item(**v) for k, v in raw["items"].items()}
+            return cls(**raw)
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"an inventory of another schema: {error} ({__file__})") from None
 
 
 # The target's options that make cases of their own (doctests), carried to the inventory: a
@@ -227,7 +261,7 @@ def recorder(out: int, sources: list[str], variant_of, not_applicable):
             if isinstance(collector, pytest.Module) and report.passed:
                 self.modules[str(collector.path)] = collector.obj
             elif isinstance(collector, pytest.Module) and not report.passed:
-                outcome = "failed" if report.failed else "skipped"
+                outcome = record.FAILED if report.failed else record.SKIPPED
                 self.unloaded[str(collector.path)] = [outcome, _collect_text(report)]
             return report
 
@@ -245,12 +279,8 @@ def recorder(out: int, sources: list[str], variant_of, not_applicable):
             collected = [item for item, _ in self.cases.values()]
             described = collection_record.describe(collected)  # as the shards compare
             cases = {
-                key: {
-                    "variant": variant_of(item),  # first: placing it marks it not applicable
-                    "params": described[key],
-                    "xfail": xfail,
-                    "not_applicable": not_applicable(item),
-                }
+                # The variant first: placing it marks it not applicable.
+                key: Item(variant_of(item), described[key], xfail, not_applicable(item))
                 for key, (item, xfail) in self.cases.items()
             }
             functions = {
@@ -268,14 +298,14 @@ def recorder(out: int, sources: list[str], variant_of, not_applicable):
                         never_imported.append([path, what])
             for path, module in self.modules.items():
                 defined.update(definitions(module, path))
-            record = {
-                "items": cases,
+            found = Inventory(
+                cases,
                 # A definition is collected only as a test function: an item of another kind
                 # under its name (a conftest's stand-in) does not run what it defines.
-                "uncollected": uncollected(defined, functions) + never_imported,
-                "unloaded": self.unloaded,
-            }
-            data = json.dumps(record).encode()  # to the runner's stream (descriptor `out`)
+                uncollected(defined, functions) + never_imported,
+                self.unloaded,
+            )
+            data = found.to_json().encode()  # to the runner's stream (descriptor `out`)
             while data:
                 data = data[os.write(out, data) :]
             # Nothing of the conftest's runs after the record (its session hooks, its

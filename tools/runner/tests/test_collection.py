@@ -180,7 +180,8 @@ def test_the_inventory_imports_with_one_thread_whatever_the_tests_get(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "16", "PYTHONHASHSEED": "0"}
     env.update(TEST_SHARD_INDEX="1", TEST_TOTAL_SHARDS="2")
     check = collection.Check(shows_env, [], env, str(tmp_path))
-    seen, _ = check.inventory()  # as its record: what it wrote to the runner's stream
+    check.proc.wait()
+    seen = json.loads(check.out.text())  # what it wrote to the runner's stream
     assert seen == {"threads": "1", "seed": "1", "shard": None}
     assert env["OMP_NUM_THREADS"] == "16", "the tests' environment is not changed"
 

@@ -1,13 +1,17 @@
 """The witness's events have one schema (tools/runner/process/events.py): a kind renamed or a
-field dropped on one side only fails loudly, on the sending side and on the reading side."""
+field dropped on one side only fails loudly, on the sending side and on the reading side. So do
+the inventory's file (session/inventory.py) and the ledger's lines (session/ledger.py)."""
 
 import ast
+import json
 import pathlib
 
 import pytest
 
-from tools.runner import verdict
+from tools.results import record
+from tools.runner import completion, verdict
 from tools.runner.process import events
+from tools.runner.session import inventory, ledger
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SENDERS = ["tools/runner/process/witness.py", "tools/runner/session/plugin.py"]
@@ -63,3 +67,38 @@ def test_a_kind_the_schema_lacks_fails_the_verdict_when_received():
         "the witness sent event 'phase': missing ['exc'], unknown [] "
         "(tools/runner/process/events.py)"
     ]
+
+
+def test_the_inventory_reads_what_it_writes_and_refuses_a_renamed_key(tmp_path):
+    item = inventory.Item("cpu", {"p": "1"}, None, "needs mps")
+    written = inventory.Inventory({"/w/t.py::test_a": item}, [], {"/w/u.py": ["skipped", "x"]})
+    assert inventory.Inventory.from_json(written.to_json()) == written
+    raw = json.loads(written.to_json())
+    raw["items"]["/w/t.py::test_a"]["not_aplicable"] = raw["items"]["/w/t.py::test_a"].pop(
+        "not_applicable"
+    )
+    with pytest.raises(ValueError, match="not_aplicable"):
+        inventory.Inventory.from_json(json.dumps(raw))
+    raw = json.loads(written.to_json())
+    raw["not_loaded"] = raw.pop("unloaded")
+    with pytest.raises(ValueError, match="not_loaded"):
+        inventory.Inventory.from_json(json.dumps(raw))
+
+
+def test_a_ledger_line_of_a_kind_the_writer_lacks_fails_its_reader():
+    kinds = (ledger.SELECTED, ledger.ELSEWHERE, ledger.FILTERED, ledger.START)
+    read = completion.Record("".join(f"{k} t.py::test_a\n" for k in kinds) + "session_finished\n")
+    assert (read.selected, read.excused, read.session_finished) == (
+        ["t.py::test_a"],
+        {"t.py::test_a"},
+        True,
+    )
+    with pytest.raises(ValueError, match="'started t.py::test_a'"):
+        completion.Record("started t.py::test_a\n")  # a writer renamed "start"
+
+
+def test_a_record_of_an_outcome_the_reader_lacks_is_refused():
+    rec = record.ShardRecord(cases={"t.py::test_a": record.Case("passed")})
+    renamed = rec.to_json().replace('"passed"', '"pass"')
+    with pytest.raises(ValueError, match="'pass'"):
+        record.ShardRecord.from_json(renamed)

@@ -253,8 +253,8 @@ def test_a_declared_fail_accepts_only_its_exception(tmp_path):
     result = run(tmp_path, ONE_FAILS, declare(tmp_path, entry))
     assert result.returncode == 0, result.output
     assert "matched 'AssertionError: off by one'" in result.output
-    case = {c.name: c for c in junit.cases(tmp_path / "test.xml")}["test_known_bug"]
-    assert case.declared == "fail: bug 123"
+    case = {c.name: c.case for c in junit.cases(tmp_path / "test.xml")}["test_known_bug"]
+    assert case.declaration == "fail: bug 123"
     # The same test now dying of an ImportError is not the declared failure.
     body = ONE_FAILS.replace('assert 1 == 2, "off by one"', "import no_such_module_anywhere")
     assert_fails(run(tmp_path, body, declare(tmp_path, entry)), "does not match")

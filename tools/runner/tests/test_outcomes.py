@@ -29,8 +29,8 @@ FAILS = "def test_broken():\n    assert 1 == 2, 'off by one'\n\ndef test_ok():\n
 PASSES = "def test_a():\n    pass\n\ndef test_b():\n    pass\n\ndef test_c():\n    pass\n"
 
 
-def cases(tmp_path) -> dict[str, junit.Case]:
-    return {c.name: c for c in junit.cases(tmp_path / "test.xml")}
+def cases(tmp_path) -> dict[str, record.Case]:
+    return {c.name: c.case for c in junit.cases(tmp_path / "test.xml")}
 
 
 def run(tmp_path, body: str, env=None, args=()):
@@ -51,9 +51,9 @@ def test_declared_skip_passes_and_is_in_junit(tmp_path):
     result = run(tmp_path, SKIPS_FOR_GPU, declare(tmp_path, SKIP_ENTRY))
     assert result.returncode == 0, result.output
     found = cases(tmp_path)
-    assert found["test_gpu"].outcome == "skipped"
-    assert found["test_gpu"].declared == "skip: needs a GPU; the cpu target has none"
-    assert found["test_cpu"].declared is None
+    assert found["test_gpu"].outcome == "declared_skip"
+    assert found["test_gpu"].declaration == "skip: needs a GPU; the cpu target has none"
+    assert found["test_cpu"].declaration is None
 
 
 def test_declared_skip_for_another_reason_fails(tmp_path):
@@ -98,8 +98,11 @@ def test_declared_failure_passes_as_xfail_with_its_reason(tmp_path):
     result = run(tmp_path, FAILS, declare(tmp_path, FAIL_ENTRY))
     assert result.returncode == 0, result.output
     broken = cases(tmp_path)["test_broken"]
-    assert (broken.outcome, broken.message) == ("xfail", "declared: off by one since torch 2.13")
-    assert broken.declared == "fail: off by one since torch 2.13"
+    assert (broken.outcome, broken.message) == (
+        "declared_fail",
+        "declared: off by one since torch 2.13",
+    )
+    assert broken.declaration == "fail: off by one since torch 2.13"
 
 
 def test_declared_failure_that_passes_is_stale(tmp_path):
@@ -182,7 +185,7 @@ def test_pattern_and_parametrized_ids(tmp_path):
     ]
     result = run(tmp_path, body, declare(tmp_path, *entries))
     assert result.returncode == 0, result.output
-    assert {c.declared for c in cases(tmp_path).values()} == {"skip: r"}
+    assert {c.declaration for c in cases(tmp_path).values()} == {"skip: r"}
 
 
 def test_entries_for_another_variant_do_not_apply(tmp_path):
@@ -315,7 +318,7 @@ def test_a_declared_pass_of_an_expected_failure_is_green_and_recorded_as_a_pass(
         "test_fixture.py::test_strict": ("passed", "bug 9 fixed in 2.13"),
         "test_fixture.py::test_plain": ("passed", None),
     }
-    assert {c.name: c.outcome for c in junit.cases(tmp_path / "test.xml")} == {
+    assert {c.name: c.case.outcome for c in junit.cases(tmp_path / "test.xml")} == {
         "test_fixed": "passed",
         "test_strict": "passed",
         "test_plain": "passed",
@@ -379,9 +382,9 @@ def test_not_applicable_skip_is_accepted_and_in_junit(tmp_path):
     result = run(tmp_path, NOT_APPLICABLE)
     assert result.returncode == 0, result.output
     found = cases(tmp_path)
-    assert found["test_mps"].outcome == "skipped"
-    assert found["test_mps"].not_applicable == "needs mps"
-    assert found["test_cpu"].not_applicable is None
+    assert found["test_mps"].outcome == "not_applicable"
+    assert found["test_mps"].declaration == "not applicable: needs mps"
+    assert found["test_cpu"].declaration is None
 
 
 @pytest.mark.parametrize(
