@@ -30,7 +30,6 @@ different case, one case twice and another never.
   (bench/inventory_cost.sh).
 """
 
-import json
 import os
 import subprocess
 
