@@ -336,3 +336,50 @@ def test_generated_ids_that_follow_the_hash_seed_fail_the_shard(tmp_path):
     assert result.returncode != 0, output
     problems = record.read(tmp_path / "test.xml").problems
     assert any("collection differs between two processes" in p for p in problems), output
+
+
+# A source that is no Python module: a file of a conftest's own kind, or a node id given on the
+# command line (`bazel run ... -- test_fixture.py::test_a`). The inventory imported each as a
+# test module and failed the target ("a source file pytest made no module of").
+
+COLLECTS_CHECK_FILES = """
+    import pytest
+
+    class Line(pytest.Item):
+        def runtest(self):
+            assert eval(self.name.partition(": ")[2])
+
+    class Checks(pytest.File):
+        def collect(self):
+            for n, text in enumerate(self.path.read_text().splitlines()):
+                yield Line.from_parent(self, name=f"{n}: {text}")
+
+    def pytest_collect_file(parent, file_path):
+        if file_path.suffix == ".check":
+            return Checks.from_parent(parent, path=file_path)
+    """
+
+
+@pytest.mark.parametrize(
+    "conftest, files, args, cases",
+    [
+        (
+            COLLECTS_CHECK_FILES,
+            {"sums.check": "1 + 1 == 2\n3 > 2\n"},
+            ["sums.check"],
+            ["sums.check::0: 1 + 1 == 2", "sums.check::1: 3 > 2", "test_fixture.py::test_a"],
+        ),
+        (None, {}, ["test_fixture.py::test_a"], ["test_fixture.py::test_a"]),
+    ],
+    ids=["a-conftests-own-file-kind", "a-node-id-argument"],
+)
+def test_a_source_that_is_no_python_module_is_not_imported(tmp_path, conftest, files, args, cases):
+    if conftest is not None:
+        (tmp_path / "conftest.py").write_text(textwrap.dedent(conftest))
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    result = run_runner(write_tests(tmp_path, "def test_a():\n    pass\n"), bazel_env(tmp_path), args=args)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    rec = record.read(tmp_path / "test.xml")
+    assert {c: o.outcome for c, o in rec.cases.items()} == dict.fromkeys(cases, "passed"), output

@@ -324,3 +324,18 @@ def test_the_sessions_end_scan_passes_over_dead_weak_proxies(tmp_path):
     result = run(tmp_path, body)
     assert result.returncode == 0, result.output
     assert _case(result, "test_fixture.py::test_passes").outcome == "passed"
+
+
+def test_a_text_files_doctest_a_conftest_deselects_fails_as_never_run(tmp_path):
+    # `--doctest-glob` on a data file among the sources: the inventory holds its doctest (it
+    # once imported the .txt as a module, an INTERNALERROR).
+    drops_text_doctests = """
+        def pytest_collection_modifyitems(items):
+            items[:] = [i for i in items if "notes.txt" not in i.nodeid]
+        """
+    files = {"notes.txt": ">>> 2 * 3\n6\n", "conftest.py": drops_text_doctests}
+    result = run(tmp_path, "def test_a():\n    pass\n", files, args=["notes.txt", "--doctest-glob=*.txt"])
+    assert result.returncode != 0, result.output
+    assert "INTERNALERROR" not in result.output, result.output
+    assert _case(result, "notes.txt::notes.txt").outcome == "never_ran"
+    assert _case(result, "test_fixture.py::test_a").outcome == "passed"
