@@ -197,6 +197,12 @@ def _collect_text(report) -> str:
     return (lines[-1] if lines else report.longreprtext.strip())[-_ERROR_TEXT:]
 
 
+def _python(path: str) -> bool:
+    """A Python source: not a data file (a doctest's text, a conftest's own kind of file) nor
+    a node id given as an argument."""
+    return path.endswith(".py")
+
+
 def recorder(out: str, sources: list[str], variant_of, not_applicable):
     """pytest plugin of the inventory process: records every case and definition, runs none.
 
@@ -206,8 +212,9 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
     of itself is read there, before a conftest's hook could mark it. `variant_of(item)` is the
     variant the session plugin places the item in, `not_applicable(item)` why torch's
     decorators place it on hardware no variant offers (or None); both read the source's own
-    markers once every collection hook ran. `sources`: the target's files; one pytest never
-    made a module of (a conftest's collector of its own) is imported here, for its definitions.
+    markers once every collection hook ran. `sources`: the target's files; a Python one pytest
+    never made a module of (a conftest's collector of its own) is imported here, for its
+    definitions.
     """
     import pytest
     from _pytest.outcomes import OutcomeException
@@ -224,9 +231,11 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
         @pytest.hookimpl(wrapper=True)
         def pytest_make_collect_report(self, collector):
             report = yield
-            if isinstance(collector, pytest.Module) and report.passed:
+            if not isinstance(collector, pytest.Module) or not _python(str(collector.path)):
+                pass  # a doctest's text file is a Module too, of no module object
+            elif report.passed:
                 self.modules[str(collector.path)] = collector.obj
-            elif isinstance(collector, pytest.Module) and not report.passed:
+            else:
                 outcome = "failed" if report.failed else "skipped"
                 self.unloaded[str(collector.path)] = [outcome, _collect_text(report)]
             return report
@@ -258,7 +267,7 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
             }
             defined, never_imported = {}, []
             for path in sources:
-                if path not in self.modules and path not in self.unloaded:
+                if _python(path) and path not in self.modules and path not in self.unloaded:
                     try:
                         self.modules[path] = importtestmodule(pathlib.Path(path), session.config)
                     except (Exception, OutcomeException) as error:
