@@ -113,6 +113,18 @@ RUNS_AN_INNER_SUITE = """
     """
 
 
+# pytest's own session run inside a test (pytester's in-process run, a test of a plugin): its
+# cases are the test's to judge, as an inner unittest suite's are.
+RUNS_AN_INNER_SESSION = """
+    import pytest
+
+    def test_the_inner_session_fails(tmp_path):
+        inner = tmp_path / "test_inner.py"
+        inner.write_text("def test_fails():\\n    assert False, 'the inner case'\\n")
+        assert pytest.main([str(inner), "-q", "-p", "no:cacheprovider"]) == pytest.ExitCode.TESTS_FAILED
+    """
+
+
 @pytest.mark.parametrize(
     "conftest, body, cases",
     [
@@ -135,8 +147,14 @@ RUNS_AN_INNER_SUITE = """
                 "test_fixture.py::test_a_function_reports_it_too",
             ],
         ),
+        (None, RUNS_AN_INNER_SESSION, ["test_fixture.py::test_the_inner_session_fails"]),
     ],
-    ids=["conftest-generates-cases", "conftest-awaits-async-def", "inner-unittest-suite"],
+    ids=[
+        "conftest-generates-cases",
+        "conftest-awaits-async-def",
+        "inner-unittest-suite",
+        "inner-pytest-session",
+    ],
 )
 def test_what_plain_pytest_passes_the_target_passes(tmp_path, conftest, body, cases):
     result = run(tmp_path, body, conftest)
@@ -255,6 +273,11 @@ INNER_SUITE_FAILS_THE_TEST = """
     """
 
 
+INNER_SESSION_FAILS_THE_TEST = RUNS_AN_INNER_SESSION.replace(
+    ") == pytest.ExitCode.TESTS_FAILED", '), "the outer case\'s own assertion"'
+)
+
+
 @pytest.mark.parametrize(
     "conftest, body, others, case, outcome, needle",
     [
@@ -279,6 +302,14 @@ INNER_SUITE_FAILS_THE_TEST = """
             "failed",
             "the outer case's own assertion",
         ),
+        (
+            None,
+            INNER_SESSION_FAILS_THE_TEST,
+            None,
+            "test_the_inner_session_fails",
+            "failed",
+            "the outer case's own assertion",
+        ),
     ],
     ids=[
         "modifyitems-drops-a-generated-case",
@@ -288,6 +319,7 @@ INNER_SUITE_FAILS_THE_TEST = """
         "makemodule-replaces-a-file",
         "coroutine-never-awaited",
         "outer-case-fails-on-its-own",
+        "outer-case-fails-after-an-inner-session",
     ],
 )
 def test_what_a_conftest_takes_away_stays_red(
