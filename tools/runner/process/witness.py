@@ -92,6 +92,7 @@ class _State:
     item = None  # its pytest item
     cases_begun: list = []  # every case begun, by the number in its frame's name
     body_of: dict | None = None  # the case whose body is running (`_Body`)
+    inner = 0  # > 0 while a case runs a pytest session of its own (pytest.main in a test)
 
 
 _state = _State()
@@ -200,6 +201,12 @@ def _wrap_protocol(module) -> None:
 
     @functools.wraps(run)
     def runtestprotocol(item, log=True, nextitem=None):
+        if _state.case is not None:  # an inner session's case: the running case judges it
+            _state.inner += 1
+            try:
+                return run(item, log=log, nextitem=nextitem)
+            finally:
+                _state.inner -= 1
         _state.case, _state.item = case_of(item), item
         send(events.BEGIN, nodeid=item.nodeid)
         _witness_item_runtest(item)
@@ -222,7 +229,7 @@ def _wrap_from_call(call_info) -> None:
     @functools.wraps(from_call)
     def wrapped(cls, func, when, reraise=None):
         call = from_call(cls, func, when, reraise)
-        if _state.case is not None and when in ("setup", "call", "teardown"):
+        if _state.case is not None and not _state.inner and when in ("setup", "call", "teardown"):
             exc = call.excinfo.value if call.excinfo is not None else None
             if exc is None:
                 exc = _unittest_excinfo(_state.item)
@@ -439,7 +446,7 @@ def _watch_subtests() -> None:
     def witnessed_sub_test(self, msg=sentinel, **params):
         with sub_test(self, msg, **params):
             outcome = self._outcome
-            if _state.case is None or outcome is None or not outcome.result_supports_subtests:
+            if _state.case is None or _state.inner or not getattr(outcome, "result_supports_subtests", 0):
                 yield  # no subtest (a result without subTest support): failures are the body's
                 return
             sub = self._subtest
@@ -462,7 +469,7 @@ def _watch_subtests() -> None:
 
     @functools.wraps(exit_block)
     def witnessed_exit(self, exc_type, exc_val, exc_tb):
-        if _state.case is not None:
+        if _state.case is not None and not _state.inner:
             exc = exception(exc_val) if exc_val is not None else None
             send(events.SUB, desc=sub_description(self.msg, self.kwargs), exc=exc)
         return exit_block(self, exc_type, exc_val, exc_tb)

@@ -274,7 +274,7 @@ INNER_SUITE_FAILS_THE_TEST = """
 
 
 INNER_SESSION_FAILS_THE_TEST = RUNS_AN_INNER_SESSION.replace(
-    ") == pytest.ExitCode.TESTS_FAILED", '), "the outer case\'s own assertion"'
+    "== pytest.ExitCode.TESTS_FAILED", '== pytest.ExitCode.OK, "the outer case\'s own assertion"'
 )
 
 
