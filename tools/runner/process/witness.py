@@ -457,7 +457,8 @@ def _watch_subtests() -> None:
             except BaseException as exc:
                 send(events.SUB, desc=desc, exc=exception(exc))
                 raise
-            send(events.SUB, desc=desc, exc=None)
+            if outcome.success:  # not where a nested subtest failed: unittest reports no pass
+                send(events.SUB, desc=desc, exc=None)
 
     unittest.TestCase.subTest = witnessed_sub_test
     try:
