@@ -72,6 +72,7 @@ refused with one ExpectationError line naming the file, the entry and the fix: `
 `assign` raise it, and the session and the runner each fail the target with that line.
 """
 
+import codecs
 import dataclasses
 import datetime
 import fnmatch
@@ -187,7 +188,7 @@ def load(path: str, variants) -> list[Entry]:
     """The entries of the file at `path`; `variants` are those an entry may name."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read().removeprefix(codecs.BOM_UTF8)  # an editor's mark, no TOML
     except OSError as error:
         raise ExpectationError(f"{path}: cannot be read ({error})") from error
     try:
