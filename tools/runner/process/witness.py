@@ -445,8 +445,8 @@ def _watch_subtests() -> None:
     @contextlib.contextmanager
     def witnessed_sub_test(self, msg=sentinel, **params):
         with sub_test(self, msg, **params):
-            outcome = self._outcome
-            if _state.case is None or _state.inner or not getattr(outcome, "result_supports_subtests", 0):
+            outcome = None if _state.inner else self._outcome  # an inner session's: not ours
+            if _state.case is None or outcome is None or not outcome.result_supports_subtests:
                 yield  # no subtest (a result without subTest support): failures are the body's
                 return
             sub = self._subtest

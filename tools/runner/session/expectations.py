@@ -66,10 +66,9 @@ An entry that is exactly a collected test's id names that test only (parametrize
 brackets); otherwise it is an fnmatch pattern. How the outcomes are judged:
 tools.runner.session.outcome_audit.
 
-A file that cannot be read as declared (bytes that are not UTF-8, invalid TOML, an entry that
-breaks a rule above, a test two entries name, a `torch` key where the target has no torch) is
-refused with one ExpectationError line naming the file, the entry and the fix: `read` and
-`assign` raise it, and the session and the runner each fail the target with that line.
+A file that cannot be read as declared (docs/runner.md says which) is refused with one
+ExpectationError line naming the file, the entry and the fix: `read` and `assign` raise it, and
+the session and the runner each fail the target with that line.
 """
 
 import codecs

@@ -197,12 +197,6 @@ def _collect_text(report) -> str:
     return (lines[-1] if lines else report.longreprtext.strip())[-_ERROR_TEXT:]
 
 
-def _python(path: str) -> bool:
-    """A Python source: not a data file (a doctest's text, a conftest's own kind of file) nor
-    a node id given as an argument."""
-    return path.endswith(".py")
-
-
 def recorder(out: str, sources: list[str], variant_of, not_applicable):
     """pytest plugin of the inventory process: records every case and definition, runs none.
 
@@ -212,9 +206,8 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
     of itself is read there, before a conftest's hook could mark it. `variant_of(item)` is the
     variant the session plugin places the item in, `not_applicable(item)` why torch's
     decorators place it on hardware no variant offers (or None); both read the source's own
-    markers once every collection hook ran. `sources`: the target's files; a Python one pytest
-    never made a module of (a conftest's collector of its own) is imported here, for its
-    definitions.
+    markers once every collection hook ran. `sources`: the target's files; a .py one pytest
+    never made a module of (a conftest's own collector) is imported here, for its definitions.
     """
     import pytest
     from _pytest.outcomes import OutcomeException
@@ -231,11 +224,11 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
         @pytest.hookimpl(wrapper=True)
         def pytest_make_collect_report(self, collector):
             report = yield
-            if not isinstance(collector, pytest.Module) or not _python(str(collector.path)):
-                pass  # a doctest's text file is a Module too, of no module object
-            elif report.passed:
+            # Not a doctest's text file: a Module too, of no module object.
+            python = isinstance(collector, pytest.Module) and collector.path.suffix == ".py"
+            if python and report.passed:
                 self.modules[str(collector.path)] = collector.obj
-            else:
+            elif python:
                 outcome = "failed" if report.failed else "skipped"
                 self.unloaded[str(collector.path)] = [outcome, _collect_text(report)]
             return report
@@ -267,7 +260,8 @@ def recorder(out: str, sources: list[str], variant_of, not_applicable):
             }
             defined, never_imported = {}, []
             for path in sources:
-                if _python(path) and path not in self.modules and path not in self.unloaded:
+                # Not a data file (a conftest's own kind, a doctest's text) nor a node id.
+                if path.endswith(".py") and path not in self.modules and path not in self.unloaded:
                     try:
                         self.modules[path] = importtestmodule(pathlib.Path(path), session.config)
                     except (Exception, OutcomeException) as error:

@@ -121,7 +121,8 @@ RUNS_AN_INNER_SESSION = """
     def test_the_inner_session_fails(tmp_path):
         inner = tmp_path / "test_inner.py"
         inner.write_text("def test_fails():\\n    assert False, 'the inner case'\\n")
-        assert pytest.main([str(inner), "-q", "-p", "no:cacheprovider"]) == pytest.ExitCode.TESTS_FAILED
+        ran = pytest.main([str(inner), "-q", "-p", "no:cacheprovider"])
+        assert ran == pytest.ExitCode.TESTS_FAILED
     """
 
 
@@ -410,7 +411,9 @@ def test_a_source_that_is_no_python_module_is_not_imported(tmp_path, conftest, f
         (tmp_path / "conftest.py").write_text(textwrap.dedent(conftest))
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    result = run_runner(write_tests(tmp_path, "def test_a():\n    pass\n"), bazel_env(tmp_path), args=args)
+    result = run_runner(
+        write_tests(tmp_path, "def test_a():\n    pass\n"), bazel_env(tmp_path), args=args
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     rec = record.read(tmp_path / "test.xml")

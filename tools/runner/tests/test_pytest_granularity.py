@@ -334,7 +334,9 @@ def test_a_text_files_doctest_a_conftest_deselects_fails_as_never_run(tmp_path):
             items[:] = [i for i in items if "notes.txt" not in i.nodeid]
         """
     files = {"notes.txt": ">>> 2 * 3\n6\n", "conftest.py": drops_text_doctests}
-    result = run(tmp_path, "def test_a():\n    pass\n", files, args=["notes.txt", "--doctest-glob=*.txt"])
+    result = run(
+        tmp_path, "def test_a():\n    pass\n", files, args=["notes.txt", "--doctest-glob=*.txt"]
+    )
     assert result.returncode != 0, result.output
     assert "INTERNALERROR" not in result.output, result.output
     assert _case(result, "notes.txt::notes.txt").outcome == "never_ran"
