@@ -90,6 +90,7 @@ class _State:
     channel: socket.socket | None = None
     case: dict | None = None  # the running case: {"path": ..., "name": ...}
     item = None  # its pytest item
+    inner = 0  # > 0 while a case runs a pytest session of its own (pytest.main in a test)
 
 
 _state = _State()
@@ -198,6 +199,12 @@ def _wrap_protocol(module) -> None:
 
     @functools.wraps(run)
     def runtestprotocol(item, log=True, nextitem=None):
+        if _state.case is not None:  # an inner session's case: the running case judges it
+            _state.inner += 1
+            try:
+                return run(item, log=log, nextitem=nextitem)
+            finally:
+                _state.inner -= 1
         _state.case, _state.item = case_of(item), item
         send(events.BEGIN, nodeid=item.nodeid)
         _witness_item_runtest(item)
@@ -220,7 +227,7 @@ def _wrap_from_call(call_info) -> None:
     @functools.wraps(from_call)
     def wrapped(cls, func, when, reraise=None):
         call = from_call(cls, func, when, reraise)
-        if _state.case is not None and when in ("setup", "call", "teardown"):
+        if _state.case is not None and not _state.inner and when in ("setup", "call", "teardown"):
             exc = call.excinfo.value if call.excinfo is not None else None
             if exc is None:
                 exc = _unittest_excinfo(_state.item)
@@ -298,7 +305,8 @@ class _Body:
     """A test body while it runs: tells the witness it entered, then returned or raised."""
 
     def __init__(self, what: str, own: bool = True):
-        self.what, self.own = what, own
+        # An inner pytest session's bodies (pytest.main in a test) are its test's to judge.
+        self.what, self.own = what, own and not _state.inner
 
     def __enter__(self):
         if self.own:
@@ -437,11 +445,11 @@ def _watch_subtests() -> None:
     @contextlib.contextmanager
     def witnessed_sub_test(self, msg=sentinel, **params):
         with sub_test(self, msg, **params):
-            outcome = self._outcome
+            outcome = None if _state.inner else self._outcome  # an inner session's: not ours
             supported = outcome is not None and outcome.result_supports_subtests
             if _state.case is None or not supported or not _own_test(self):
                 # No subtest of the case's (a result without subTest support: failures are
-                # the body's; an inner suite's: its runner's).
+                # the body's; an inner suite's or session's: its runner's).
                 yield
                 return
             sub = self._subtest
@@ -452,7 +460,8 @@ def _watch_subtests() -> None:
             except BaseException as exc:
                 send(events.SUB, desc=desc, exc=exception(exc))
                 raise
-            send(events.SUB, desc=desc, exc=None)
+            if outcome.success:  # not where a nested subtest failed: unittest reports no pass
+                send(events.SUB, desc=desc, exc=None)
 
     unittest.TestCase.subTest = witnessed_sub_test
     try:
@@ -464,7 +473,7 @@ def _watch_subtests() -> None:
 
     @functools.wraps(exit_block)
     def witnessed_exit(self, exc_type, exc_val, exc_tb):
-        if _state.case is not None:
+        if _state.case is not None and not _state.inner:
             exc = exception(exc_val) if exc_val is not None else None
             send(events.SUB, desc=sub_description(self.msg, self.kwargs), exc=exc)
         return exit_block(self, exc_type, exc_val, exc_tb)

@@ -68,12 +68,12 @@ An entry that is exactly a collected test's id names that test only (parametrize
 brackets); otherwise it is an fnmatch pattern. How the outcomes are judged:
 tools.runner.session.outcome_audit.
 
-A file that cannot be read as declared (bytes that are not UTF-8, invalid TOML, an entry that
-breaks a rule above, a test two entries name, a `torch` key where the target has no torch) is
-refused with one ExpectationError line naming the file, the entry and the fix: `read` and
-`assign` raise it, and the session and the runner each fail the target with that line.
+A file that cannot be read as declared (docs/runner.md says which) is refused with one
+ExpectationError line naming the file, the entry and the fix: `read` and `assign` raise it, and
+the session and the runner each fail the target with that line.
 """
 
+import codecs
 import dataclasses
 import datetime
 import fnmatch
@@ -200,7 +200,7 @@ def load(path: str, variants) -> list[Entry]:
     """The entries of the file at `path`; `variants` are those an entry may name."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read().removeprefix(codecs.BOM_UTF8)  # an editor's mark, no TOML
     except OSError as error:
         raise ExpectationError(f"{path}: cannot be read ({error})") from error
     try:

@@ -240,8 +240,8 @@ def recorder(out: int, sources: list[str], variant_of, not_applicable):
     of itself is read there, before a conftest's hook could mark it. `variant_of(item)` is the
     variant the session plugin places the item in, `not_applicable(item)` why torch's
     decorators place it on hardware no variant offers (or None); both read the source's own
-    markers once every collection hook ran. `sources`: the target's files; one pytest never
-    made a module of (a conftest's collector of its own) is imported here, for its definitions.
+    markers once every collection hook ran. `sources`: the target's files; a .py one pytest
+    never made a module of (a conftest's own collector) is imported here, for its definitions.
     """
     import pytest
     from _pytest.outcomes import OutcomeException
@@ -258,9 +258,11 @@ def recorder(out: int, sources: list[str], variant_of, not_applicable):
         @pytest.hookimpl(wrapper=True)
         def pytest_make_collect_report(self, collector):
             report = yield
-            if isinstance(collector, pytest.Module) and report.passed:
+            # Not a doctest's text file: a Module too, of no module object.
+            python = isinstance(collector, pytest.Module) and collector.path.suffix == ".py"
+            if python and report.passed:
                 self.modules[str(collector.path)] = collector.obj
-            elif isinstance(collector, pytest.Module) and not report.passed:
+            elif python:
                 outcome = record.FAILED if report.failed else record.SKIPPED
                 self.unloaded[str(collector.path)] = [outcome, _collect_text(report)]
             return report
@@ -288,7 +290,8 @@ def recorder(out: int, sources: list[str], variant_of, not_applicable):
             }
             defined, never_imported = {}, []
             for path in sources:
-                if path not in self.modules and path not in self.unloaded:
+                # Not a data file (a conftest's own kind, a doctest's text) nor a node id.
+                if path.endswith(".py") and path not in self.modules and path not in self.unloaded:
                     try:
                         self.modules[path] = importtestmodule(pathlib.Path(path), session.config)
                     except (Exception, OutcomeException) as error:

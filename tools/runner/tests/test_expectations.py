@@ -270,3 +270,18 @@ def test_a_file_of_other_values_than_tables_is_refused(tmp_path):
     with pytest.raises(expectations.ExpectationError) as refused:
         expectations.load(str(path), ["cpu"])
     assert str(refused.value) == f"{path}: write each entry as an [[expect]] table"
+
+
+def test_a_byte_order_mark_is_read_as_utf8(tmp_path):
+    # Some editors start a UTF-8 file with one; tomllib refused it as "Invalid statement" at
+    # line 1, column 1, a character the reader cannot see.
+    path = tmp_path / "t.expectations.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + PASS_ENTRY.encode())
+    (entry,) = expectations.load(str(path), ["cpu"])
+    assert (entry.test, entry.outcome) == ("t.py::test_a", "pass")
+    path.write_bytes(b"\xef\xbb\xbf" + PASS_ENTRY.replace("fixed", "fix\xe9d").encode("latin-1"))
+    with pytest.raises(expectations.ExpectationError) as refused:
+        expectations.load(str(path), ["cpu"])
+    assert str(refused.value) == (
+        f"{path}: byte 0xe9 on line 4 is not UTF-8: write the file as UTF-8 text"
+    )

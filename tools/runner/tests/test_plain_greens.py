@@ -150,6 +150,19 @@ RUNS_AN_INNER_SUITE_FIRST = """
     """
 
 
+# pytest's own session run inside a test (pytester's in-process run, a test of a plugin): its
+# cases are the test's to judge, as an inner unittest suite's are.
+RUNS_AN_INNER_SESSION = """
+    import pytest
+
+    def test_the_inner_session_fails(tmp_path):
+        inner = tmp_path / "test_inner.py"
+        inner.write_text("def test_fails():\\n    assert False, 'the inner case'\\n")
+        ran = pytest.main([str(inner), "-q", "-p", "no:cacheprovider"])
+        assert ran == pytest.ExitCode.TESTS_FAILED
+    """
+
+
 @pytest.mark.parametrize(
     "conftest, body, cases",
     [
@@ -180,12 +193,14 @@ RUNS_AN_INNER_SUITE_FIRST = """
                 "test_fixture.py::TestSetUpRunsIt::test_reads_it",
             ],
         ),
+        (None, RUNS_AN_INNER_SESSION, ["test_fixture.py::test_the_inner_session_fails"]),
     ],
     ids=[
         "conftest-generates-cases",
         "conftest-awaits-async-def",
         "inner-unittest-suite",
         "inner-unittest-suite-before-the-body",
+        "inner-pytest-session",
     ],
 )
 def test_what_plain_pytest_passes_the_target_passes(tmp_path, conftest, body, cases):
@@ -305,6 +320,11 @@ INNER_SUITE_FAILS_THE_TEST = """
     """
 
 
+INNER_SESSION_FAILS_THE_TEST = RUNS_AN_INNER_SESSION.replace(
+    "== pytest.ExitCode.TESTS_FAILED", '== pytest.ExitCode.OK, "the outer case\'s own assertion"'
+)
+
+
 @pytest.mark.parametrize(
     "conftest, body, others, case, outcome, needle",
     [
@@ -329,6 +349,14 @@ INNER_SUITE_FAILS_THE_TEST = """
             "failed",
             "the outer case's own assertion",
         ),
+        (
+            None,
+            INNER_SESSION_FAILS_THE_TEST,
+            None,
+            "test_the_inner_session_fails",
+            "failed",
+            "the outer case's own assertion",
+        ),
     ],
     ids=[
         "modifyitems-drops-a-generated-case",
@@ -338,6 +366,7 @@ INNER_SUITE_FAILS_THE_TEST = """
         "makemodule-replaces-a-file",
         "coroutine-never-awaited",
         "outer-case-fails-on-its-own",
+        "outer-case-fails-after-an-inner-session",
     ],
 )
 def test_what_a_conftest_takes_away_stays_red(
@@ -386,3 +415,52 @@ def test_generated_ids_that_follow_the_hash_seed_fail_the_shard(tmp_path):
     assert result.returncode != 0, output
     problems = record.read(tmp_path / "test.xml").problems
     assert any("collection differs between two processes" in p for p in problems), output
+
+
+# A source that is no Python module: a file of a conftest's own kind, or a node id given on the
+# command line (`bazel run ... -- test_fixture.py::test_a`). The inventory imported each as a
+# test module and failed the target ("a source file pytest made no module of").
+
+COLLECTS_CHECK_FILES = """
+    import pytest
+
+    class Line(pytest.Item):
+        def runtest(self):
+            assert eval(self.name.partition(": ")[2])
+
+    class Checks(pytest.File):
+        def collect(self):
+            for n, text in enumerate(self.path.read_text().splitlines()):
+                yield Line.from_parent(self, name=f"{n}: {text}")
+
+    def pytest_collect_file(parent, file_path):
+        if file_path.suffix == ".check":
+            return Checks.from_parent(parent, path=file_path)
+    """
+
+
+@pytest.mark.parametrize(
+    "conftest, files, args, cases",
+    [
+        (
+            COLLECTS_CHECK_FILES,
+            {"sums.check": "1 + 1 == 2\n3 > 2\n"},
+            ["sums.check"],
+            ["sums.check::0: 1 + 1 == 2", "sums.check::1: 3 > 2", "test_fixture.py::test_a"],
+        ),
+        (None, {}, ["test_fixture.py::test_a"], ["test_fixture.py::test_a"]),
+    ],
+    ids=["a-conftests-own-file-kind", "a-node-id-argument"],
+)
+def test_a_source_that_is_no_python_module_is_not_imported(tmp_path, conftest, files, args, cases):
+    if conftest is not None:
+        (tmp_path / "conftest.py").write_text(textwrap.dedent(conftest))
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    result = run_runner(
+        write_tests(tmp_path, "def test_a():\n    pass\n"), bazel_env(tmp_path), args=args
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    rec = record.read(tmp_path / "test.xml")
+    assert {c: o.outcome for c, o in rec.cases.items()} == dict.fromkeys(cases, "passed"), output

@@ -324,3 +324,38 @@ def test_the_sessions_end_scan_passes_over_dead_weak_proxies(tmp_path):
     result = run(tmp_path, body)
     assert result.returncode == 0, result.output
     assert _case(result, "test_fixture.py::test_passes").outcome == "passed"
+
+
+def test_a_text_files_doctest_a_conftest_deselects_fails_as_never_run(tmp_path):
+    # `--doctest-glob` on a data file among the sources: the inventory holds its doctest (it
+    # once imported the .txt as a module, an INTERNALERROR).
+    drops_text_doctests = """
+        def pytest_collection_modifyitems(items):
+            items[:] = [i for i in items if "notes.txt" not in i.nodeid]
+        """
+    files = {"notes.txt": ">>> 2 * 3\n6\n", "conftest.py": drops_text_doctests}
+    result = run(
+        tmp_path, "def test_a():\n    pass\n", files, args=["notes.txt", "--doctest-glob=*.txt"]
+    )
+    assert result.returncode != 0, result.output
+    assert "INTERNALERROR" not in result.output, result.output
+    assert _case(result, "notes.txt::notes.txt").outcome == "never_ran"
+    assert _case(result, "test_fixture.py::test_a").outcome == "passed"
+
+
+def test_a_subtest_around_a_failing_nested_one_is_not_recorded_passed(tmp_path):
+    # unittest reports no success for the outer block (its nested subtest failed), nor must the
+    # record: the outer subtest `(a=1)` did not pass.
+    body = """
+        import unittest
+
+        class T(unittest.TestCase):
+            def test_nested(self):
+                with self.subTest(a=1):
+                    with self.subTest(b=2):
+                        self.assertEqual(1, 2, "the inner block")
+        """
+    result = run(tmp_path, body)
+    assert result.returncode != 0, result.output
+    assert _case(result, "test_fixture.py::T::test_nested (b=2, a=1)").outcome == "failed"
+    assert "test_fixture.py::T::test_nested (a=1)" not in result.record.cases, result.output
