@@ -163,6 +163,22 @@ RUNS_AN_INNER_SESSION = """
     """
 
 
+# A TestCase made by a function and bound to a name of its own (upstream's
+# create_local_tensor_test_class): pytest names its cases by that name, not the class's.
+BINDS_A_MADE_CLASS = """
+    import unittest
+
+    class TestA(unittest.TestCase):
+        def test_one(self):
+            pass
+
+    def with_local_tensor(cls):
+        return type(cls.__name__ + "WithLocalTensor", (cls,), {})
+
+    instantiate_device_type_tests = with_local_tensor(TestA)
+    """
+
+
 @pytest.mark.parametrize(
     "conftest, body, cases",
     [
@@ -194,6 +210,14 @@ RUNS_AN_INNER_SESSION = """
             ],
         ),
         (None, RUNS_AN_INNER_SESSION, ["test_fixture.py::test_the_inner_session_fails"]),
+        (
+            None,
+            BINDS_A_MADE_CLASS,
+            [
+                "test_fixture.py::TestA::test_one",
+                "test_fixture.py::instantiate_device_type_tests::test_one",
+            ],
+        ),
     ],
     ids=[
         "conftest-generates-cases",
@@ -201,6 +225,7 @@ RUNS_AN_INNER_SESSION = """
         "inner-unittest-suite",
         "inner-unittest-suite-before-the-body",
         "inner-pytest-session",
+        "a-made-class-bound-to-its-own-name",
     ],
 )
 def test_what_plain_pytest_passes_the_target_passes(tmp_path, conftest, body, cases):
