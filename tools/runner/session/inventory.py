@@ -153,14 +153,21 @@ def definitions(module, path: str) -> dict[str, str]:
         elif name.startswith(_TEST_PREFIX) and callable(obj):
             if getattr(obj, "__test__", True) is not False:
                 found[f"{path}::{name}"] = "function"
+    # pytest names a TestCase's cases by the module's names for the class (a class a function
+    # made, bound to a name of its own: upstream's create_local_tensor_test_class), not its own.
+    bound = {}
+    for name, obj in vars(module).items():
+        if isinstance(obj, type):
+            bound.setdefault(obj, []).append(name)
     for case in _unittest_cases(module):
         cls = type(case)
         method = getattr(case, "_testMethodName", None)
         if method is None or isinstance(case, unittest.FunctionTestCase):
             # a function, a doctest, a broken load_tests: unittest runs it, pytest has no case
             found[f"{path}::{case.id()}"] = f"unittest {cls.__name__}"
-        else:
-            found[f"{path}::{cls.__name__}::{method}"] = f"unittest.TestCase {cls.__name__}"
+            continue
+        for name in bound.get(cls, [cls.__name__]):
+            found[f"{path}::{name}::{method}"] = f"unittest.TestCase {cls.__name__}"
     return found
 
 
