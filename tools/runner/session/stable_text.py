@@ -4,7 +4,8 @@ A declaration is written from one run (tools/add_test.py's measuring run, a log)
 against another (the target's runfiles tree, plain pytest, another host). Both a `match` and
 the text it is held against are folded (tools/runner/session/expectations.py), so the parts of
 a message that say where or when it ran, not what went wrong, read the same in every run:
-paths, unittest's `[N chars]`, addresses, pids, and the ranks of torch's multi-process messages.
+paths, a test id's packages, unittest's `[N chars]`, addresses, pids, and the ranks of torch's
+multi-process messages.
 Exactly what is folded, and why nothing else: docs/adding-tests.md (Declared outcomes). Folding
 folded text changes nothing, so an entry may be written in either form.
 """
@@ -16,6 +17,10 @@ import re
 _SITE_DIR = re.compile(r"(?<![\w.~-])/[^\s'\"]*?/(?:site-packages|dist-packages|pypi/site)/")
 # unittest.util._shorten: how many characters of a long repr it hid.
 _CHARS = re.compile(r"\[\d+ chars\]")
+# A unittest id (`module.Class.method`) names the module as it was imported, with the packages
+# of wherever the file lay: `upstream.tensor.test_init.T.test_a` in a target, `test_init.T.test_a`
+# beside it (torch's "Previous test failed, skipping <id>").
+_ID_PACKAGES = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)+(?=test_\w*\.[A-Za-z_]\w*\.\w)")
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")  # shorter: a constant, not an address
 _PID = re.compile(r"\b(pid\b[:=]? ?)\d+", re.IGNORECASE)
 _RANKS = (
@@ -46,11 +51,12 @@ _ROOTS = _workspace_roots()
 
 
 def fold(text: str) -> str:
-    """`text` with paths, unittest's hidden-character counts, addresses, pids and ranks
-    folded."""
+    """`text` with paths, test ids' packages, unittest's hidden-character counts, addresses,
+    pids and ranks folded."""
     text = _SITE_DIR.sub("", text)
     for root in _ROOTS:
         text = text.replace(root, "")
+    text = _ID_PACKAGES.sub("", text)
     text = _CHARS.sub("[N chars]", text)
     text = _ADDRESS.sub("0x?", text)
     text = _PID.sub(r"\1N", text)

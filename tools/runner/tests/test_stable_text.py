@@ -29,6 +29,19 @@ def test_a_path_under_the_workspace_reads_from_its_root(two_roots):
     assert stable_text.fold("/home/dev/torch_tests2/a.py") == "/home/dev/torch_tests2/a.py"
 
 
+def test_a_test_ids_packages_are_where_its_file_lay():
+    # torch's common_utils skips the rest of a class after a failure, naming the case by its
+    # unittest id: the module as imported, with the packages of wherever the file lay.
+    target = (
+        "Previous test failed, skipping upstream.tensor.test_init.DTensorConstructorTest.test_full"
+    )
+    beside = "Previous test failed, skipping test_init.DTensorConstructorTest.test_full"
+    assert stable_text.fold(target) == stable_text.fold(beside) == beside
+    # What names no test module keeps its dots: a dotted attribute, a version, a file name.
+    for kept in ("torch._dynamo.exc.Unsupported: x", "torch 2.13.0", "tests.test.py", "a.test_x"):
+        assert stable_text.fold(kept) == kept
+
+
 def test_the_workspace_roots_are_where_the_module_lies_as_imported_and_resolved():
     here = os.path.abspath(stable_text.__file__)
     for path in (here, os.path.realpath(here)):
@@ -190,3 +203,15 @@ def test_a_skip_reason_is_folded_as_a_failure_is(two_roots):
     skip = expectations.Entry(1, "t.py::test_a", "skip", "r", f"no data in {CHECKOUT}data/x.pt")
     assert skip.matched(f"no data in {RUNFILES}data/x.pt, skipping") == "no data in data/x.pt"
     assert skip.matched(f"no data in {RUNFILES}data/y.pt, skipping") is None
+
+
+def test_a_skip_declared_beside_the_file_holds_in_its_package():
+    # add_test measured test_init.py with its folder as the root; the target imports it as
+    # upstream.tensor.test_init: the DTensor bench's two red targets on a GPU host.
+    measured = "Previous test failed, skipping test_init.DTensorConstructorTest.test_full"
+    skip = expectations.Entry(
+        1, "test_init.py::DTensorConstructorTest::test_full", "skip", "r", measured
+    )
+    in_target = measured.replace("test_init.", "upstream.tensor.test_init.", 1)
+    assert skip.matched(in_target) == measured
+    assert skip.matched(in_target.replace("test_full", "test_ones")) is None
