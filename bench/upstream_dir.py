@@ -266,7 +266,8 @@ def report(args, facts_: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="+", type=lambda p: pathlib.Path(p).resolve())
-    parser.add_argument("--venv", required=True, type=lambda p: pathlib.Path(p).resolve())
+    # Not resolved: a venv's bin/python is a link out of the venv, which it would lose.
+    parser.add_argument("--venv", required=True, type=lambda p: pathlib.Path(p).absolute())
     parser.add_argument("--scratch", type=pathlib.Path, default=pathlib.Path("/tmp/upstream_dir"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=pathlib.Path)
