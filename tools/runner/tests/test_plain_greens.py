@@ -489,3 +489,32 @@ def test_a_source_that_is_no_python_module_is_not_imported(tmp_path, conftest, f
     assert result.returncode == 0, output
     rec = record.read(tmp_path / "test.xml")
     assert {c: o.outcome for c, o in rec.cases.items()} == dict.fromkeys(cases, "passed"), output
+
+
+# A source given after an option (`args = ["-v", "test_other.py"]`): pytest collects it, the
+# inventory reads only the sources before the first option, so a conftest that drops its
+# failing case left the target green. Refused in one line instead.
+
+DROPS_THE_OTHER_FILE = """
+    def pytest_collection_modifyitems(items):
+        items[:] = [i for i in items if "test_other" not in i.nodeid]
+    """
+
+
+@pytest.mark.parametrize(
+    "args", [["-v", "test_other.py"], ["--durations", "3", "test_other.py::test_fails"]]
+)
+def test_a_source_after_an_option_is_refused(tmp_path, args):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(DROPS_THE_OTHER_FILE))
+    (tmp_path / "test_other.py").write_text("def test_fails():\n    assert False\n")
+    result = run_runner(
+        write_tests(tmp_path, "def test_a():\n    pass\n"), bazel_env(tmp_path), args=args
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "given after an option" in output, output
+    # Before the options it is a source like the first: its case is judged, and fails.
+    before = run_runner(
+        write_tests(tmp_path, "def test_a():\n    pass\n"), bazel_env(tmp_path), args=["test_other.py", "-v"]
+    )
+    assert before.returncode != 0 and "test_other.py::test_fails" in before.stdout + before.stderr
