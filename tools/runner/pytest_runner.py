@@ -365,10 +365,13 @@ def _run(argv: list[str], env) -> int:
     child_env.update(collection.hash_seed_env(env))
 
     with private_tmp.private_tmp() as short:
-        args = [argv[0], *_configure_dirs(child_env, short), *_protocol_args(env), *argv[1:]]
+        # The sources first, as the inventory takes them (child.sources), then the options.
+        leading = child.sources(argv)
+        runner_args = [*_configure_dirs(child_env, short), *_protocol_args(env)]
+        args = [*leading, *runner_args, *argv[len(leading) :]]
         seen = witness.Witness(short)  # bound before any test process starts
         holder = env.get("TEST_TARGET", argv[0])
-        check_args = _inventory_args(child.sources(argv), short, argv[1:])
+        check_args = _inventory_args(leading, short, argv[1:])
         leased: list[record.Lease] = []
         watches: list[gpu_watch.Watched] = []
         try:

@@ -114,7 +114,7 @@ def session(ledger: int, args: list[str], env=os.environ) -> int:
     by_id = node_ids.NodeIdSelector.from_env(env)  # exact re-runs (the gate's)
     # The user's filter as given, before pytest reads an ini file or a conftest (user_filter.py).
     user = user_filter.UserFilter(args, env, by_id)
-    plugins = [selector, ledger_plugin.plugin(ledger, selector, user), budget]
+    plugins = [selector, ledger_plugin.plugin(ledger, selector, user), budget, _SourcesFirst(args)]
     if by_id:
         plugins.append(by_id)
     code = pytest.main(args, plugins=plugins)
@@ -209,6 +209,30 @@ def _preload(files: list[str]) -> None:
     # answer to this), the collector skips it, and the forked inventory shares its pages
     # untouched. Nothing of the target's has run yet: no object of a test's is frozen.
     gc.freeze()
+
+
+class _SourcesFirst:
+    """pytest plugin: refuses a session that would collect a path given after an option (the
+    target's args, the command line, PYTEST_ADDOPTS). The inventory reads the sources before
+    the first option (`sources`), so it would never see that path's cases, and what a conftest
+    dropped of them would pass unseen."""
+
+    def __init__(self, args: list[str]):
+        self.known = {_path_of(arg) for arg in sources(args)}
+
+    def pytest_configure(self, config):
+        late = [arg for arg in config.args if _path_of(arg) not in self.known]
+        if late:
+            import pytest
+
+            raise pytest.UsageError(
+                f"torch_test: {' '.join(late)} given after an option: the runner reads a "
+                "target's sources before its first option only; put it before the options"
+            )
+
+
+def _path_of(arg: str) -> str:
+    return os.path.abspath(arg.partition("::")[0])
 
 
 def sources(argv: list[str]) -> list[str]:

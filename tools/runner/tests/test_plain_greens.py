@@ -515,6 +515,8 @@ def test_a_source_after_an_option_is_refused(tmp_path, args):
     assert "given after an option" in output, output
     # Before the options it is a source like the first: its case is judged, and fails.
     before = run_runner(
-        write_tests(tmp_path, "def test_a():\n    pass\n"), bazel_env(tmp_path), args=["test_other.py", "-v"]
+        write_tests(tmp_path, "def test_a():\n    pass\n"),
+        bazel_env(tmp_path),
+        args=["test_other.py", "-v"],
     )
     assert before.returncode != 0 and "test_other.py::test_fails" in before.stdout + before.stderr
