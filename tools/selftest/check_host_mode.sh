@@ -14,9 +14,10 @@ say "a host image: venv with torch 2.13.0 and pytest (no torchrec, no tqdm, no e
 python3 -m venv "$scratch/venv"
 "$scratch/venv/bin/pip" install -q torch==2.13.0 pytest numpy
 export TORCH_TEST_PYTHON="$scratch/venv/bin/python3"
-# The dynamo targets judged below, not all of //dynamo_tests: test_aot_autograd would cost the
-# lane minutes of CPU and no check reads its result.
-targets=(//tools/selftest:all //dynamo_tests:test_recompile_ux //dynamo_tests:test_torchrec
+# Not test_aot_autograd: it would cost the lane minutes of CPU and no check reads its result.
+# A pattern, not test_torchrec's label: Bazel 4.2.3 fails a build that names an incompatible
+# target (torchrec missing), and reports one a pattern matches as SKIPPED.
+targets=(-- //tools/selftest:all //dynamo_tests:all -//dynamo_tests:test_aot_autograd
   //test_utils/tests:test_torch_testing)
 
 events="$scratch/events.json"
