@@ -69,6 +69,7 @@ from tools.runner import (
     gpu_lease,
     gpu_share,
     gpu_watch,
+    private_pids,
     private_tmp,
     refused_options,
     shared_caches,
@@ -161,6 +162,10 @@ def _inventory_args(files: list[str], short: str, args: list[str]) -> list[str]:
     ]
 
 
+# The test process and the inventory, each in a pid namespace and /proc of its own.
+_COMMAND = [*private_pids.PREFIX, *child.COMMAND]
+
+
 def _run_checked(
     args: list[str],
     env,
@@ -177,12 +182,12 @@ def _run_checked(
     # sharded one's is a process of its own, with another hash seed (collection.py).
     sharded = int(env.get("TEST_TOTAL_SHARDS", "1")) > 1
     check = collection.Check(
-        [*child.COMMAND, child.INVENTORY], check_args, env, short, forked=not sharded
+        [*_COMMAND, child.INVENTORY], check_args, env, short, forked=not sharded
     )
     ledger = witness.Stream()  # the test process's ledger (session/ledger.py), as it writes it
     streams = [ledger] if sharded else [ledger, check.out]
     fork = [child.FORK_INVENTORY, str(check.out.fd), short, json.dumps(check_args)]
-    tests = [*child.COMMAND, child.SESSION, str(ledger.fd), *([] if sharded else fork), *args]
+    tests = [*_COMMAND, child.SESSION, str(ledger.fd), *([] if sharded else fork), *args]
     try:
         result, done = completion.run_session(tests, env, ledger, streams)
         found, why = check.inventory()

@@ -83,22 +83,22 @@ class View:
             raise SourceViewError(_message(str(error))) from None
 
     def _enter(self) -> None:
-        _unshare_mounts()
+        unshare(CLONE_NEWNS)
         # Nothing we mount may propagate back into the namespace we came from.
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        mount(None, "/", None, MS_REC | MS_PRIVATE)
         # Opened in the new namespace (a bind's source must be a mount of the caller's), before
         # the workspace is covered: the covered tree stays reachable through it.
         source = os.open(self.workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            _mount("tmpfs", self.workspace, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+            mount("tmpfs", self.workspace, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
             original = f"/proc/self/fd/{source}"
             for relative in self.files:
                 target = os.path.join(self.workspace, relative)
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 os.close(os.open(target, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o444))
-                _mount(os.path.join(original, relative), target, None, MS_BIND)
+                mount(os.path.join(original, relative), target, None, MS_BIND)
             # As linux-sandbox leaves the source tree: nothing new can be written into it.
-            _mount(None, self.workspace, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            mount(None, self.workspace, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
         finally:
             os.close(source)
 
@@ -117,7 +117,9 @@ def _call(name: str, *args) -> None:
         raise OSError(code, os.strerror(code))
 
 
-def _mount(source, target, fstype, flags: int, data=None) -> None:
+def mount(source, target, fstype, flags: int, data=None) -> None:
+    """mount(2); SourceViewError with its reason."""
+
     def encoded(value):
         return None if value is None else os.fsencode(value)
 
@@ -134,23 +136,24 @@ def _mount(source, target, fstype, flags: int, data=None) -> None:
         raise SourceViewError(_message(f"mount {source} on {target}: {error.strerror}")) from None
 
 
-def _unshare_mounts() -> None:
+def unshare(flags: int) -> None:
+    """unshare(2) of `flags` (namespaces) for this process, which must have one thread; where
+    it is not root, in a user namespace of its own ids, which gives it the capability to."""
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:  # unshare moves the calling thread alone: the others would see everything
         raise SourceViewError(_message(f"the process has {threads} threads; enter it with one"))
     try:
-        _call("unshare", CLONE_NEWNS)
+        _call("unshare", flags)
         return
     except OSError as error:
         if error.errno != errno.EPERM or os.geteuid() == 0:
-            raise SourceViewError(_message(f"unshare(CLONE_NEWNS): {error.strerror}")) from None
-    # Not root: a user namespace of our own ids alone gives the capability to mount in it.
+            raise SourceViewError(_message(f"unshare({flags:#x}): {error.strerror}")) from None
     uid, gid = os.geteuid(), os.getegid()
     try:
-        _call("unshare", CLONE_NEWUSER | CLONE_NEWNS)
+        _call("unshare", CLONE_NEWUSER | flags)
     except OSError as error:
         raise SourceViewError(
-            _message(f"unshare(CLONE_NEWUSER | CLONE_NEWNS) as uid {uid}: {error.strerror}")
+            _message(f"unshare(CLONE_NEWUSER | {flags:#x}) as uid {uid}: {error.strerror}")
         ) from None
     for name, text in (
         ("setgroups", "deny"),

@@ -6,7 +6,8 @@
 # edit of the file re-runs the test. Before, the undeclared read PASSED and stayed (cached)
 # PASSED after an edit of the file: first every read, then (under an audit hook on Python's
 # open) reads in C (fopen, sqlite), a stat (Path.exists()) and a Python child with an empty
-# environment. The same for an installed package: a test that imports one of @pypi's its target
+# environment; and, through /proc/<pid>/root of a process outside the runner's namespaces, the
+# flag file beside the test. The same for an installed package: a test that imports one of @pypi's its target
 # does not depend on finds it absent (pinned mode ships each package's folder as one runfile of
 # the targets that depend on it), and passes once it depends on it.
 # Writes a throw-away package under tools/selftest/_scratch_reads (git-ignored).
@@ -138,6 +139,20 @@ def test_an_undeclared_flag_file_is_absent():
     # editing or deleting it cannot change (or stale) a cached result.
     assert not FLAG.exists()
 PY
+cat >"$scratch/t_proc.py" <<'PY'
+import os
+from pathlib import Path
+
+FLAG = Path(__file__).resolve().parent / "flag.txt"  # beside the test, never declared
+
+
+def test_no_process_root_shows_the_undeclared_flag_file():
+    # A forger's way past the view: /proc/<pid>/root of a process outside the runner's mount
+    # namespace (the sandbox's, Bazel's) is the real root. The test's processes have a pid
+    # namespace and /proc of their own (tools/runner/private_pids.py): there is none to see.
+    shown = [p for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/root{FLAG}")]
+    assert not shown, f"{FLAG} shows through /proc/<pid>/root of pids {shown}"
+PY
 cat >"$scratch/t_pkg.py" <<'PY'
 def test_imports_a_package_of_the_lock():
     import numpy
@@ -178,6 +193,8 @@ torch_test(name = "t_env", size = "small", data = [$1])
 
 torch_test(name = "t_exists", size = "small")
 
+torch_test(name = "t_proc", size = "small")
+
 torch_test(name = "t_pkg", size = "small", deps = [$3])
 BUILD
 }
@@ -212,6 +229,7 @@ expect_result "$events" "//$scratch:t_pkg" FAILED fresh "t_pkg: importing a pack
 expect_line "$(cat "bazel-testlogs/$scratch/t_pkg/test.log")" "No module named 'numpy'" "t_pkg: numpy is absent to it"
 # Its inputs are the same at every run of this check: cached from an earlier one, or fresh.
 expect_result "$events" "//$scratch:t_exists" PASSED any "t_exists: the undeclared flag file is absent"
+expect_result "$events" "//$scratch:t_proc" PASSED any "t_proc: nor does it show through /proc/<pid>/root"
 rm "$scratch/flag.txt"
 run
 expect_result "$events" "//$scratch:t_exists" PASSED cached "t_exists: deleting the flag file keeps (cached) PASSED"

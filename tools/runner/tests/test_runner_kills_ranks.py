@@ -77,6 +77,21 @@ def processes_naming(marker: str) -> set[int]:
     return found
 
 
+def host_pids(inner: set[int], candidates: set[int]) -> set[int]:
+    """This host's pids of the `candidates` whose pid in their own (innermost) namespace is in
+    `inner` (the last field of their status's NSpid line)."""
+    found = set()
+    for pid in candidates:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                nspid = next(line for line in f if line.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(nspid.split()[-1]) in inner:
+            found.add(pid)
+    return found
+
+
 def alive(pids) -> set[int]:
     left = set()
     for pid in pids:
@@ -123,9 +138,10 @@ def test_sigterm_to_runner_kills_every_rank(tmp_path):
     try:
         up = wait_for(lambda: len(recorded_pids(pid_dir)) == 2 * WORLD_SIZE, STARTUP_TIMEOUT_S)
         assert up, f"ranks did not start; recorded: {sorted(recorded_pids(pid_dir))}"
-        pids = set(recorded_pids(pid_dir).values())
         tree = processes_naming(marker) - {runner.pid}  # forkserver, tracker, ranks, children
-        assert pids <= tree, f"recorded pids {pids} not found by environment scan {tree}"
+        # The ranks wrote their pids in the test process's pid namespace (private_pids.py).
+        pids = host_pids(set(recorded_pids(pid_dir).values()), tree)
+        assert len(pids) == 2 * WORLD_SIZE, f"recorded pids not found by environment scan {tree}"
 
         sent = time.monotonic()
         runner.send_signal(signal.SIGTERM)
