@@ -136,3 +136,32 @@ def test_a_rerun_keeps_a_pack_whose_proposal_a_person_confirmed(tmp_path):
     build = (tmp_path / "BUILD.bazel").read_text()
     assert 'name = "packed_test_a"' in build and 'name = "test_a",' not in build, said
     assert "proposed" not in toml.read_text()
+
+
+def test_a_target_gets_the_size_its_measured_cost_needs():
+    # A 4-rank DTensor file measured at 447 s timed out at the default size's 300 s.
+    assert pack.size_for(40.0) is None  # torch_test's default, medium
+    assert pack.size_for(150.0) is None  # twice it still within medium's 300 s
+    assert pack.size_for(151.0) == "large"
+    assert pack.size_for(447.3) == "large"
+    assert pack.size_for(451.0) == "enormous"
+    assert pack.size_for(5000.0) == "enormous"  # the largest there is: shard it beside
+
+
+def test_the_stanza_names_the_size_and_add_test_says_why():
+    placed = {"test_t.py::test_a": ["cpu", []]}
+    text = stanza.stanza(pathlib.Path("test_t.py"), placed, ["@pypi//:torch"], size="large")
+    assert '    size = "large",' in text.splitlines()
+    assert "size" not in stanza.stanza(pathlib.Path("test_t.py"), placed, ["@pypi//:torch"])
+    said = pack.size_line("large", 447.3)
+    assert said.startswith('size = "large": its cases took 447 s') and "300 s" in said, said
+
+
+def test_a_directory_writes_the_size_of_its_slow_file_and_says_so(tmp_path):
+    said, status = _write(tmp_path, {"test_slow.py": result(447.3, 2), "test_a.py": result(0.1, 2)})
+    assert status == 0, said
+    build = (tmp_path / "BUILD.bazel").read_text()
+    slow = build[build.index('name = "test_slow"') :].split(")")[0]
+    assert 'size = "large",' in slow, build
+    assert build.count("size =") == 1, build
+    assert any(line.startswith('test_slow: size = "large"') for line in said), said

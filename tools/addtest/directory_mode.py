@@ -296,9 +296,19 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
         placed = {n: p for m in members for n, p in m.placed.items()}
         deps = sorted({d for m in members for d in m.deps}, key=lambda d: (d.startswith("@"), d))
         args = members[0].args if not packed else None
+        cost = sum(m.costed().cost for m in members)
+        size = pack.size_for(cost)
         stanzas[key] = stanza.stanza(
-            directory / f"{stem}.py", placed, deps, toml.is_file(), group if packed else None, args
+            directory / f"{stem}.py",
+            placed,
+            deps,
+            toml.is_file(),
+            group if packed else None,
+            args,
+            size,
         )
+        if size and any(m.fresh for m in members):
+            said.append(f"{stem}: {pack.size_line(size, cost)}")
         if packed and any(m.fresh for m in members):
             said.append(f"{key}: packs {', '.join(group)}")
     for name in sorted(old_tomls - written):  # a target no longer written: its generated entries

@@ -4,7 +4,7 @@ outcomes as expectations entries to review) and its exit status. Usage: tools/ad
 import pathlib
 
 from tools.addtest import deps as deps_of
-from tools.addtest import measure, stanza
+from tools.addtest import measure, pack, stanza
 from tools.addtest.environment import ROOT, Environment, tests_environment
 from tools.hardware import probe, variants
 
@@ -57,7 +57,14 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
     deps = deps_of.labels_for(result, path, ROOT, env.manifest)
     proposed = stanza.proposals(path, result)
     args = stanza.stanza_args(result)
-    out.append(stanza.stanza(path, placed, deps.labels, bool(proposed.entries), args=args))
+    ran_here = sum(1 for p in placed.values() if p[0] == "cpu")
+    cost = pack.Measured(path.name, result.get("seconds", 0.0), ran_here, len(placed), ()).cost
+    size = pack.size_for(cost) if ran else None
+    out.append(
+        stanza.stanza(path, placed, deps.labels, bool(proposed.entries), args=args, size=size)
+    )
+    if size:
+        out.append(f"# {pack.size_line(size, cost)}")
     if ran and not result["errors"]:
         out += [f"# {line}" for line in stanza.crash_notes(result)]
     out += [f"# deps: {note}" for note in deps.notes]

@@ -24,7 +24,29 @@ import dataclasses
 # most a quarter of it); a pack is filled up to the same cost. keep_within: a re-run keeps a
 # target's files together while their measured cost moved by at most this part of what it was
 # (a measurement's noise re-arranges no target; keeps()).
-PACKING = {"overhead_s": 4.0, "alone_factor": 4, "keep_within": 0.5}
+# timeout_margin: a target's Bazel timeout is at least this many times its measured cost (it
+# was measured alone; under `bazel test //...` it runs beside others on a loaded host).
+PACKING = {"overhead_s": 4.0, "alone_factor": 4, "keep_within": 0.5, "timeout_margin": 2}
+# Bazel's timeout of each test size, seconds (the test encyclopedia), torch_test's default first.
+SIZES = (("medium", 300), ("large", 900), ("enormous", 3600))
+
+
+def size_for(cost_s: float) -> str | None:
+    """The smallest test size whose timeout the margin allows a target of this measured cost;
+    None for torch_test's default (also where none is enough: the user shards it)."""
+    for size, timeout_s in SIZES:
+        if cost_s * PACKING["timeout_margin"] <= timeout_s:
+            return None if size == SIZES[0][0] else size
+    return SIZES[-1][0]
+
+
+def size_line(size: str, cost_s: float) -> str:
+    """What add_test says of a size it proposes, and why."""
+    default, default_s = SIZES[0]
+    return (
+        f'size = "{size}": its cases took {cost_s:.0f} s where add_test measured them, and '
+        f"{default}'s {default_s} s timeout is under {PACKING['timeout_margin']} times that"
+    )
 
 
 def alone_at() -> float:

@@ -29,11 +29,13 @@ def stanza(
     expectations: bool = False,
     srcs: list[str] | None = None,
     args: list[str] | None = None,
+    size: str | None = None,
 ) -> str:
     """The torch_test call, its arguments in buildifier's order (name, the others by name,
     deps), so that formatting the BUILD file changes nothing. `srcs`: a pack of those files,
     named after `path` (then `path.stem` is the pack's name, not a file's). `args`: pytest
-    arguments the file's measuring run needed (collect's `pytest_args`)."""
+    arguments the file's measuring run needed (collect's `pytest_args`). `size`: the Bazel
+    size its measured cost needs (pack.size_for; None: torch_test's default)."""
     used_variants = [v for v in variants.VARIANTS if any(p[0] == v for p in placed.values())]
     arguments = {}
     if used_variants != ["cpu"]:
@@ -49,6 +51,8 @@ def stanza(
         arguments["srcs"] = starlark_list("srcs", srcs)
     if args:
         arguments["args"] = starlark_list("args", args)
+    if size:
+        arguments["size"] = [f'    size = "{size}",']
     lines = ["torch_test(", f'    name = "{path.stem}",']
     for name in sorted(arguments):
         lines += arguments[name]
