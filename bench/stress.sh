@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ports/rendezvous stress and flake hunt: every distributed CPU target many times at once.
 #
-#   bench/stress.sh short   CI: RUNS=3 runs of each distributed CPU target at once
+#   bench/stress.sh short   CI: RUNS=2 runs of each distributed CPU target at once
 #   bench/stress.sh long    RUNS=20 (as --config=stress), then the flake hunt: the whole CPU
 #                           suite FLAKE_RUNS=5 times, reporting flaky targets
 #
@@ -18,7 +18,7 @@
 # orphan was found.
 #
 # Environment:
-#   RUNS           runs per distributed target (default 3 short, 20 long)
+#   RUNS           runs per distributed target (default 2 short, 20 long)
 #   JOBS           concurrent test actions, --local_test_jobs and --jobs (default 4 x cores)
 #   FLAKE_RUNS     runs per CPU-suite target in the flake hunt (default 5)
 #   FLAKE_JOBS     concurrent test actions there (default: Bazel's, by CPU cores; the BERT
@@ -33,7 +33,7 @@ source "$(dirname "$0")/lib.sh"
 
 mode="${1:-short}"
 case "$mode" in
-  short) runs="${RUNS:-3}" ;;
+  short) runs="${RUNS:-2}" ;;
   long) runs="${RUNS:-20}" ;;
   *) echo "usage: $0 [short|long]" >&2; exit 2 ;;
 esac
