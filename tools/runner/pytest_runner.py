@@ -40,6 +40,8 @@ leased shared or whole as gpu_share.py decides from the target's recorded peak G
 
 Inputs: the runner and every process it starts see the source tree as the target's declared
 inputs alone, a mount namespace of its own (source_view.py): an undeclared file is not there.
+The test process and the inventory each start in a pid namespace and /proc of their own
+(private_pids.py): no process outside the view, the runner included, is theirs to reach.
 Outcomes: the runner judges every case the inventory holds for this variant by what its
 witness saw the case do (witness.py here, process/witness.py in the test's processes;
 verdict.py), whatever pytest reports; the target passes only where that judgement is green and
