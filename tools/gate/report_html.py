@@ -437,8 +437,7 @@ def _cell_text(key: str, item: dict) -> str:
 
 
 def _word(key: str, item: dict) -> tuple[str, str]:
-    """A category's word and class; a declared case a flaky entry (`until`) quarantines is a
-    quarantine, not a declared fail or skip."""
+    """A category's word and class; a declared case a flaky entry quarantines: a quarantine."""
     return ("quarantine", "quar") if key == "declared" and item.get("quarantine") else WORDS[key]
 
 
