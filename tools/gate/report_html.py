@@ -5,7 +5,7 @@ no network, no fonts. In order: the verdict, its exit code's meaning and what wa
 the regressions, each with its first failure, logs and the command that reproduces it; a
 case × variant grid of every case a category lists (baseline → candidate in each cell, the
 other cases counted per target); the culprit releases `--bisect` found, on a timeline; fixes,
-infrastructure failures and quarantines (declared outcomes); then the rest of report.md's
+infrastructure failures and declared outcomes (quarantines among them); then report.md's
 lists. A category report.json lacks (an older gate's) has no section; an empty one says none.
 Every value is HTML-escaped: case ids, messages and paths are whatever the tests made them.
 """
@@ -26,7 +26,7 @@ GRID_CATEGORIES = (
     ("one_side", "one side only", "one"),
     ("not_decided", "not decided", "one"),
     ("fixes", "fix", "fix"),
-    ("declared", "quarantine", "quar"),
+    ("declared", "declared", "decl"),
     ("xfail_message_changes", "xfail message", "chg"),
     ("other_changes", "changed", "chg"),
     ("new_cases", "new", "chg"),
@@ -34,6 +34,7 @@ GRID_CATEGORIES = (
     ("flaky_both", "flaky on both", "chg"),
     ("broken_both", "broken on both", "chg"),
 )
+WORDS = {key: (word, cls) for key, word, cls in GRID_CATEGORIES}
 # Listed after the sections the page leads with (report.md's titles).
 OTHER_LISTS = ("xfail_message_changes", "other_changes", "new_cases")
 OTHER_LISTS += ("vanished_cases", "not_decided", "flaky_both", "broken_both")
@@ -90,7 +91,7 @@ padding:8px 12px;margin:10px 0;border-radius:4px}
 .grid td.why{white-space:normal;min-width:14em;max-width:26em}
 .grid td.case{min-width:18em;max-width:30em}.grid td.case code{overflow-wrap:anywhere}
 .reg{background:#fbd3d3}.fix{background:#d3f0d6}.infra{background:#e6dcf5}
-.one{background:#fff0c2}.quar{background:#d8e6fb}.chg{background:#eceef1}
+.one{background:#fff0c2}.decl,.quar{background:#d8e6fb}.chg{background:#eceef1}
 .ok{background:#eef8ef}.bad{background:#fbd3d3}.fail{background:#f6e0e0}
 .skip{background:#f1f1f1;color:#666}.absent{background:#fff;color:#888}
 .badge{display:inline-block;padding:0 6px;border-radius:3px;font-size:12px;white-space:nowrap}
@@ -435,16 +436,21 @@ def _cell_text(key: str, item: dict) -> str:
     return _transition(item)
 
 
+def _word(key: str, item: dict) -> tuple[str, str]:
+    """A category's word and class; a declared case a flaky entry quarantines: a quarantine."""
+    return ("quarantine", "quar") if key == "declared" and item.get("quarantine") else WORDS[key]
+
+
 def _grid(data: dict, suffixes: dict) -> str:
     result = data["comparison"]
     rows = grid_rows(result, suffixes)
     columns = _columns(data, rows, suffixes)
-    words = {key: (word, cls) for key, word, cls in GRID_CATEGORIES}
     legend = "".join(
         f'<span class="badge {cls}">{e(word)}</span>'
         for key, word, cls in GRID_CATEGORIES
         if cls != "chg" or key == "other_changes"
     )
+    legend += '<span class="badge quar">quarantine</span>'
     head = "".join(f"<th>{e(v)}</th>" for v in columns)
     body = []
     for (test, case), cells in sorted(rows.items()):
@@ -455,13 +461,13 @@ def _grid(data: dict, suffixes: dict) -> str:
                 tds.append("<td></td>")
                 continue
             key, item = cells[variant]
-            word, cls = words[key]
+            word, cls = _word(key, item)
             why = " why" if key == "one_side" and "baseline" not in item else ""
             # A regression's message is in its section; the others' on hovering the cell.
             text = item.get("message") or item.get("reason")
             title = f' title="{attr(_short(text, 160))}"' if text and key != "regressions" else ""
             tds.append(f'<td class="cell {cls}{why}"{title}>{e(_cell_text(key, item))}</td>')
-        word, cls = words[worst[0]]
+        word, cls = _word(*worst)
         body.append(
             f'<tr><td><span class="badge {cls}">{e(word)}</span></td>'
             f"<td><code>{e(test)}</code></td>"
@@ -654,9 +660,10 @@ def _sections(data: dict, out) -> str:
         title = "Infrastructure failures (not compared: the host or a side's build, not torch)"
         parts.append(_list("infra", title, "infra", result["infra"], columns))
     if "declared" in result:
-        columns = where + change + [("declared", lambda i: e(_short(i.get("declared"))))]
-        title = "Quarantines: declared outcomes on the candidate (expectations files, markers)"
-        parts.append(_list("quarantines", title, "declared", result["declared"], columns))
+        columns = where + change + [("kind", lambda i: _word("declared", i)[0])]
+        columns.append(("declaration", lambda i: e(_short(i.get("declared")))))
+        title = "Declared outcomes on the candidate (expectations files, markers; quarantines)"
+        parts.append(_list("declared", title, "declared", result["declared"], columns))
     if "one_side" in result:
         columns = where + [("why", lambda i: e(i.get("reason")))]
         title = "Ran on one side only (coverage is incomplete)"

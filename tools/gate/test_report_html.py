@@ -14,7 +14,7 @@ from tools.gate import page_sample, report_html
 OUT = "/tmp/gate-report"
 SUFFIXES = {"cpu": "", "gpu": "_gpu", "multi_gpu": "_multi_gpu", "gpu_x4": "_gpu_x4"}
 LEADING = ["verdict", "compared", "regressions", "grid", "culprits", "fixes", "infra"]
-LEADING.append("quarantines")
+LEADING.append("declared")
 CATEGORIES = ("regressions", "infra", "one_side", "fixes", "declared", "other_changes")
 CATEGORIES += ("xfail_message_changes", "new_cases", "vanished_cases")
 
@@ -55,6 +55,17 @@ class PageTest(unittest.TestCase):
             self.text,  # under the report directory: linked relative to it
         )
         self.assertNotIn(f'href="{OUT}/logs', self.text)
+
+    def test_a_declared_outcome_is_called_declared_not_a_quarantine(self):
+        # The sample's declared cases are declared fails, no flaky entry (a quarantine has
+        # `until`): the count row, the grid and their section say "declared".
+        compared = self.text[self.text.index('<section id="compared">') :]
+        self.assertIn("<th>declared</th>", compared[: compared.index("</section>")])
+        self.assertIn('<td class="cell decl"', self.text)
+        self.assertNotIn('<td class="cell quar"', self.text)
+        declared = self.text[self.text.index('<section id="declared">') :]
+        self.assertIn("<h2>Declared outcomes on the candidate", declared)
+        self.assertIn("<td>declared</td>", declared[: declared.index("</section>")])
 
     def test_text_stays_text(self):
         self.assertIn(page_sample.HOSTILE_CASE, self.marks["text"])

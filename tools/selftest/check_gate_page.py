@@ -23,7 +23,7 @@ from tools.gate import page_sample, report_html
 CHROMIUM = "chromium"
 TIMEOUT_S = 90
 LEADING = ["verdict", "compared", "regressions", "grid", "culprits", "fixes", "infra"]
-LEADING.append("quarantines")
+LEADING.append("declared")
 
 
 def chromium(*args: str) -> tuple[int | None, str, str]:
