@@ -28,7 +28,6 @@ that says so in the test's log; docs/runner.md's trust boundary names it. Standa
 (-S: no site, no sitecustomize).
 """
 
-import errno
 import os
 import resource
 import signal
@@ -38,34 +37,20 @@ from tools.runner import source_view
 from tools.runner.process import lifetime
 
 CLONE_NEWPID = 0x20000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
+MS_NOEXEC = 0x8
 PREFIX = [sys.executable, "-S", "-m", "tools.runner.private_pids", "--"]
 # Held while the namespace is made, so that none is lost to a default action; COMMAND gets its
 # parent's mask back before it starts.
 _WAITED = {signal.SIGTERM, signal.SIGCHLD}
 
 
-class Refused(OSError):
-    """The OS would not make the namespace or its /proc."""
-
-
-def _unshare() -> None:
-    """A pid namespace for the next child; a user namespace too where not root."""
-    try:
-        source_view.unshare(CLONE_NEWPID)
-    except source_view.SourceViewError as error:
-        raise Refused(errno.EPERM, str(error)) from None
-
-
 def _mount_proc() -> None:
     """In the namespace's init: its own /proc, in a mount namespace of its own (the outer
-    process keeps the /proc its pids are in)."""
-    try:
-        source_view.unshare(source_view.CLONE_NEWNS)
-        source_view.mount(None, "/", None, source_view.MS_REC | source_view.MS_PRIVATE)
-        source_view.mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    except source_view.SourceViewError as error:
-        raise Refused(errno.EPERM, str(error)) from None
+    process keeps the /proc its pids are in). SourceViewError where the OS refuses."""
+    source_view.unshare(source_view.CLONE_NEWNS)
+    source_view.mount(None, "/", None, source_view.MS_REC | source_view.MS_PRIVATE)
+    flags = source_view.MS_NOSUID | source_view.MS_NODEV | MS_NOEXEC
+    source_view.mount("proc", "/proc", "proc", flags)
 
 
 def _close_above(keep: int) -> None:
@@ -108,8 +93,8 @@ def _init(command: list[str], mask: set, status_out: int) -> None:
     lifetime.die_with_parent(signal.SIGTERM)  # passed on to COMMAND, as the runner's own end
     try:
         _mount_proc()
-    except Refused as error:  # a pid namespace still, with the host's /proc
-        _say_unprotected(error.strerror)
+    except source_view.SourceViewError as error:  # a pid namespace still, with the host's /proc
+        _say_unprotected(str(error))
     test = os.fork()
     if test == 0:
         os.close(status_out)
@@ -136,10 +121,10 @@ def _end_as(status: int) -> None:
 def run(command: list[str]) -> None:
     """Runs COMMAND as pid 2 of a pid namespace of its own and ends as it ends; never returns."""
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
-    try:
-        _unshare()
-    except Refused as error:  # nothing changed: COMMAND runs here, as it would have
-        _say_unprotected(error.strerror)
+    try:  # a pid namespace for the next child (in a user namespace of its own, not as root)
+        source_view.unshare(CLONE_NEWPID)
+    except source_view.SourceViewError as error:  # nothing changed: COMMAND runs as it would
+        _say_unprotected(str(error))
         _exec(command, mask)
     lifetime.die_with_parent(signal.SIGTERM)
     status_in, status_out = os.pipe()

@@ -79,7 +79,8 @@ class View:
         while the process has one thread (or pass it as a Popen's preexec_fn)."""
         try:
             self._enter()
-        except OSError as error:  # a folder or mount point of the view that cannot be made
+        # A folder or mount point of the view that cannot be made; unshare or mount refused.
+        except (OSError, SourceViewError) as error:
             raise SourceViewError(_message(str(error))) from None
 
     def _enter(self) -> None:
@@ -118,7 +119,7 @@ def _call(name: str, *args) -> None:
 
 
 def mount(source, target, fstype, flags: int, data=None) -> None:
-    """mount(2); SourceViewError with its reason."""
+    """mount(2); SourceViewError with its reason (View.enter says what it was for)."""
 
     def encoded(value):
         return None if value is None else os.fsencode(value)
@@ -133,7 +134,7 @@ def mount(source, target, fstype, flags: int, data=None) -> None:
             encoded(data),
         )
     except OSError as error:
-        raise SourceViewError(_message(f"mount {source} on {target}: {error.strerror}")) from None
+        raise SourceViewError(f"mount {source} on {target}: {error.strerror}") from None
 
 
 def unshare(flags: int) -> None:
@@ -141,19 +142,19 @@ def unshare(flags: int) -> None:
     it is not root, in a user namespace of its own ids, which gives it the capability to."""
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:  # unshare moves the calling thread alone: the others would see everything
-        raise SourceViewError(_message(f"the process has {threads} threads; enter it with one"))
+        raise SourceViewError(f"the process has {threads} threads; enter it with one")
     try:
         _call("unshare", flags)
         return
     except OSError as error:
         if error.errno != errno.EPERM or os.geteuid() == 0:
-            raise SourceViewError(_message(f"unshare({flags:#x}): {error.strerror}")) from None
+            raise SourceViewError(f"unshare({flags:#x}): {error.strerror}") from None
     uid, gid = os.geteuid(), os.getegid()
     try:
         _call("unshare", CLONE_NEWUSER | flags)
     except OSError as error:
         raise SourceViewError(
-            _message(f"unshare(CLONE_NEWUSER | {flags:#x}) as uid {uid}: {error.strerror}")
+            f"unshare(CLONE_NEWUSER | {flags:#x}) as uid {uid}: {error.strerror}"
         ) from None
     for name, text in (
         ("setgroups", "deny"),
