@@ -57,7 +57,7 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
     deps = deps_of.labels_for(result, path, ROOT, env.manifest)
     proposed = stanza.proposals(path, result)
     args = stanza.stanza_args(result)
-    ran_here = sum(1 for p in placed.values() if p[0] == "cpu")
+    ran_here = pack.cpu_cases(placed)
     cost = pack.Measured(path.name, result.get("seconds", 0.0), ran_here, len(placed), ()).cost
     size = pack.size_for(cost) if ran else None
     out.append(

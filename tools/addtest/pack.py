@@ -49,6 +49,11 @@ def size_line(size: str, cost_s: float) -> str:
     )
 
 
+def cpu_cases(placed: dict[str, list]) -> int:
+    """How many of a file's cases ({case: [variant, features]}) run where add_test measures."""
+    return sum(1 for p in placed.values() if p[0] == "cpu")
+
+
 def alone_at() -> float:
     """The measured cost (seconds) from which a file gets a target of its own."""
     return PACKING["overhead_s"] * PACKING["alone_factor"]

@@ -35,8 +35,8 @@ class Measured:
     fresh: bool = True  # measured in this run, not taken from the record
 
     def costed(self) -> pack.Measured:
-        ran = sum(1 for p in self.placed.values() if p[0] == "cpu")
         kind = tuple(sorted({(p[0] or "", tuple(p[1])) for p in self.placed.values()}))
+        ran = pack.cpu_cases(self.placed)
         return pack.Measured(self.name, self.seconds, ran, len(self.placed), kind, self.alone)
 
 

@@ -7,9 +7,9 @@
 # PASSED after an edit of the file: first every read, then (under an audit hook on Python's
 # open) reads in C (fopen, sqlite), a stat (Path.exists()) and a Python child with an empty
 # environment; and, through /proc/<pid>/root of a process outside the runner's namespaces, the
-# flag file beside the test. The same for an installed package: a test that imports one of @pypi's its target
-# does not depend on finds it absent (pinned mode ships each package's folder as one runfile of
-# the targets that depend on it), and passes once it depends on it.
+# flag file beside the test. The same for an installed package: a test that imports one of
+# @pypi's its target does not depend on finds it absent (pinned mode ships each package's folder
+# as one runfile of the targets that depend on it), and passes once it depends on it.
 # Writes a throw-away package under tools/selftest/_scratch_reads (git-ignored).
 source "$(dirname "$0")/lib.sh"
 scratch=tools/selftest/_scratch_reads
@@ -150,7 +150,8 @@ def test_no_process_root_shows_the_undeclared_flag_file():
     # A forger's way past the view: /proc/<pid>/root of a process outside the runner's mount
     # namespace (the sandbox's, Bazel's) is the real root. The test's processes have a pid
     # namespace and /proc of their own (tools/runner/private_pids.py): there is none to see.
-    shown = [p for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/root{FLAG}")]
+    pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    shown = [p for p in pids if os.path.exists(f"/proc/{p}/root{FLAG}")]
     assert not shown, f"{FLAG} shows through /proc/<pid>/root of pids {shown}"
 PY
 cat >"$scratch/t_pkg.py" <<'PY'
