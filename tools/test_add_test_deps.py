@@ -4,7 +4,8 @@ One upstream-style fixture per case: reaching common_utils through torch._dynamo
 (torch_testing), torchrec (with the fbgemm-gpu-cpu the lock installs without torchrec's deps),
 and a triton import guarded by has_triton() (no dep where it did not run). And what the cases
 import only when they run (upstream's get_hf_bert imports transformers inside a test): a dep
-when it is there, said when it is not.
+when it is there, said when it is not. And the cases run with only the distributions their
+target will have, plus what they look for (a presence probe too).
 """
 
 import os
@@ -108,6 +109,48 @@ def test_a_module_missing_when_a_test_runs_is_said(tmp_path):
     path.write_text(_BODY_IMPORT.replace("mdurl", "no_such_module_of_the_lock"))
     notes = _found(path, run=True).notes
     assert any("no_such_module_of_the_lock" in note for note in notes), notes
+
+
+# A presence probe and a metadata read, neither an import: mdurl and torchrec are in this
+# target's runfiles (its deps) but no dep of pytest or the runner, so a file that imports
+# nothing has them only if add_test proposes them. Measured in the whole site, the probe
+# passed with no dep to show for it and the metadata case failed where its target passes.
+_PROBES = """
+import importlib.metadata
+import importlib.util
+
+
+def test_the_url_parser_is_installed():
+    assert importlib.util.find_spec("mdurl") is not None
+
+
+def test_torchrec_is_not_installed():
+    try:
+        importlib.metadata.distribution("torchrec")
+    except importlib.metadata.PackageNotFoundError:
+        return
+    raise AssertionError("torchrec is installed")
+"""
+
+
+@pytest.mark.skipif(
+    environment.Environment.of_this_interpreter().manifest.get("mode") == "host",
+    reason="host mode: a host interpreter's targets see its whole site, as add_test measures",
+)
+def test_a_file_is_measured_with_what_its_target_will_have(tmp_path, monkeypatch):
+    path = tmp_path / "test_probes.py"
+    path.write_text(_PROBES)
+    this = environment.Environment.of_this_interpreter()
+    site = pathlib.Path(os.environ.get("RUNFILES_DIR") or os.environ["TEST_SRCDIR"], "pypi", "site")
+    env = environment.Environment(sys.executable, site, this.manifest, "this target's @pypi")
+    monkeypatch.delenv("PYTHONPATH", raising=False)  # the child sees the site it is given
+    result = measure.collect(path, env, run=True)
+    assert result["fails"] == []
+    assert result["added"] == {"mdurl": ["mdurl"]}
+    found = deps.labels_for(result, path, environment.ROOT, env.manifest)
+    assert "@pypi//:mdurl" in found.labels
+    assert "@pypi//:torchrec" not in found.labels
+    assert any("looked for mdurl" in note for note in found.notes), found.notes
 
 
 def test_a_module_whose_file_is_a_bare_name_is_no_repository_file(monkeypatch):

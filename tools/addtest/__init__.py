@@ -8,6 +8,7 @@ Floors, each module importing only those below it (tools/test_add_test_layers.py
   collect.py         the child that collects and runs one file in the tests' interpreter
   environment.py     the tests' environment (@pypi's), and the repository's root
   deps.py, pack.py   the labels a file's collection needs; how files are packed into targets
+  closure.py         the site a file's target will have, linked for add_test's measuring
   record.py          what directory mode measured of each file, kept beside its BUILD file
   measure.py         runs the child as a variant's target runs the file
   stanza.py          the stanza model: the torch_test call, the entries measured outcomes

@@ -15,6 +15,9 @@ loads it (tools do not import test_utils). Prints one line, RESULT_PREFIX + JSON
   errors      collection errors (e.g. an import that fails on this host)
   expected    node ids of cases that expect to fail (an xfail marker, unittest's
               expectedFailure: tools/runner/session/inventory.expected_failure)
+  missed      top-level modules the file's own code (not a library's) looked for and nobody
+              found, in this process and its ranks: with --run in a target's closure
+              (tools/addtest/closure.py), what the measuring must add and run again
   torch       the torch version the file ran with (None: it imported no torch)
   seconds     what its cases took here, every phase summed (tools/addtest/pack.py's cost)
 With --run, what that variant's cases did here (others are not this variant's):
@@ -125,6 +128,49 @@ def _distributions(modules: dict[str, str | None]) -> dict[str, list[str]]:
     return found
 
 
+class Missed:
+    """A finder last on sys.meta_path, so it is asked only for what no other finder found: the
+    top-level names the file's own code (or the standard library's, on its behalf) asked for.
+    A library's own probe (torch looks for `transformers` without importing it) is the
+    library's: it probes the same in the target, which lacks the same."""
+
+    def __init__(self, libraries: list[str]):
+        self.names = set()
+        # Real paths: a closure's entries link into @pypi's site, where their frames' files are.
+        real = set()
+        for folder in libraries:
+            real.add(os.path.realpath(folder))
+            real.update(os.path.dirname(os.path.realpath(e)) for e in os.scandir(folder))
+        self.libraries = tuple(folder + os.sep for folder in real)
+
+    def find_spec(self, name, path=None, target=None):
+        if path is None and "." not in name:
+            caller = sys._getframe(1)
+            while caller and _importing(caller.f_code.co_filename):
+                caller = caller.f_back
+            origin = os.path.realpath(caller.f_code.co_filename) if caller else ""
+            if not origin.startswith(self.libraries):
+                self.names.add(name)
+        return None
+
+    @classmethod
+    def install(cls) -> "Missed":
+        """Last on sys.meta_path; the libraries are the site folders on sys.path."""
+        missed = cls([p for p in sys.path if p and os.path.isdir(p) and _is_site(p)])
+        sys.meta_path.append(missed)
+        return missed
+
+
+def _importing(filename: str) -> bool:
+    """A frame of the import system itself (importlib's frozen bootstrap, importlib's package)."""
+    return filename.startswith("<frozen") or os.sep + "importlib" + os.sep in filename
+
+
+def _is_site(folder: str) -> bool:
+    """A folder of installed distributions: a site-packages, or @pypi's site or its closure."""
+    return any(p.name.endswith(".dist-info") for p in pathlib.Path(folder).iterdir())
+
+
 class Recorder:
     def __init__(self):
         self.placed = {}
@@ -138,6 +184,7 @@ class Recorder:
         self.failures = {}  # node id: [witness.exception of each failed phase, in order]
         self.seconds = 0.0
         self.started = set()  # node ids whose protocol began (a crash leaves the rest out)
+        self.missed = set()  # the ranks' Missed names
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.started.add(nodeid)
@@ -161,7 +208,9 @@ class Recorder:
         # in this process and in the ranks it spawned.
         loaded = {name: getattr(sys.modules.get(name), "__file__", None) for name in sys.modules}
         for dump in sorted(pathlib.Path(os.environ[RANK_MODULES]).glob("*.json")):
-            loaded = json.loads(dump.read_text()) | loaded
+            rank = json.loads(dump.read_text())
+            loaded = rank["modules"] | loaded
+            self.missed.update(rank["missed"])
         for name in set(loaded) - self.before:
             if name not in ("__main__", "__mp_main__") and loaded[name] != __file__:
                 self.loaded[name] = loaded[name]
@@ -230,6 +279,7 @@ def main(argv: list[str]) -> int:
     )
     path, run = own[0], "--run" in own[1:]
     recorder = Recorder()
+    missed = Missed.install()
     os.environ[RANK_MODULES] = tempfile.mkdtemp(prefix="add_test_ranks_")
     args = [path, "-q", "-p", "no:cacheprovider", "-p", PLUGIN, "-o", "xfail_strict=true", *extra]
     code = pytest.main(args + ([] if run else ["--collect-only"]), plugins=[recorder])
@@ -238,6 +288,7 @@ def main(argv: list[str]) -> int:
     result = {
         "placed": recorder.placed,
         "modules": recorder.loaded,
+        "missed": sorted(missed.names | recorder.missed),
         "dists": dists,
         "requires": _requirement_closure(),
         "errors": recorder.errors,
@@ -260,12 +311,13 @@ def _leave_modules() -> None:
     """In a rank process: its modules, to the folder RANK_MODULES names."""
     modules = {name: getattr(m, "__file__", None) for name, m in list(sys.modules.items())}
     path = pathlib.Path(os.environ[RANK_MODULES], f"{os.getpid()}.json")
-    path.write_text(json.dumps(modules))
+    path.write_text(json.dumps({"modules": modules, "missed": sorted(_RANK_MISSED.names)}))
 
 
 if __name__ == "__mp_main__" and RANK_MODULES in os.environ:
     import multiprocessing.util
 
+    _RANK_MISSED = Missed.install()
     # Run as a process ends (multiprocessing's own exit, which skips atexit).
     multiprocessing.util.Finalize(None, _leave_modules, exitpriority=0)
 

@@ -141,6 +141,13 @@ def labels_for(result: dict, test_file: pathlib.Path, root: pathlib.Path, manife
                 notes.append(f"{module} ({path.relative_to(root)}) is in no py_library: add one")
             continue
         dists.update(result["dists"].get(module, []))
+    # What only the cases' run looked for (tools/addtest/measure.py), a find_spec probe too.
+    dists.update(result.get("added", {}))
+    for dist, looked_for in sorted(result.get("added", {}).items()):
+        notes.append(
+            f"{PYPI}{dist}: only the cases, as they ran, looked for {', '.join(looked_for)} "
+            "(collecting the file did not): measured with it, and kept as a dep"
+        )
     requires = {canonical(k): set(v) for k, v in result["requires"].items()}
     # Brought along: the macro's runner, the first-party libraries, and what those bring.
     brought_labels = builds.closure([*implicit_deps(root), *first_party])

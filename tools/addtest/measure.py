@@ -1,13 +1,22 @@
 """Measuring a test file: tools/addtest/collect.py run in the tests' environment as one
 variant's target runs it, again with Python's traceback formatter where pytest crashed, and then
-as each GPU variant the host has the GPUs for."""
+as each GPU variant the host has the GPUs for.
+
+In pinned mode the cases run with the site their target will have (tools/addtest/closure.py):
+the distributions of the deps the file's collection needs. What the file's code then looks for
+in vain and the lock has (an import only a test body makes, a `find_spec` probe) is added and
+the file runs again, so the deps proposed from that run are what its cases use, and its
+target's outcomes are the ones measured."""
 
 import json
 import os
 import pathlib
 import subprocess
+import tempfile
 
+from tools.addtest import closure
 from tools.addtest import collect as collect_child
+from tools.addtest import deps as deps_of
 from tools.addtest.environment import ROOT, Environment
 from tools.hardware import envvars, spec, table, variants
 from tools.runner import collection
@@ -29,12 +38,38 @@ def collect(
     path: pathlib.Path, env: Environment, run: bool, variant: str = "cpu", host_gpus: int = 0
 ) -> dict:
     """tools/addtest/collect.py's result for `path`, in `env`, as `variant`'s target runs it
-    (a GPU variant's on a host of `host_gpus`). A run that pytest ended with an INTERNALERROR
-    is measured again with Python's traceback formatter; if that run ends normally, its result
-    is the file's and `pytest_args` says what the stanza must pass."""
-    result = _collect(path, env, run, [], variant, host_gpus)
+    (a GPU variant's on a host of `host_gpus`), in the site its target will have (pinned mode).
+    result["added"]: {distribution: [what the file looked for of it]} the run needed beyond
+    what collecting it loaded."""
+    if not (run and env.site and env.manifest.get("mode") == "lock"):
+        return _crash_safe(path, env, env.site, run, variant, host_gpus)
+    collected = _collect(path, env, env.site, False, [])
+    labels = deps_of.labels_for(collected, path, ROOT, env.manifest).labels
+    names = closure.distributions(labels, collected["requires"], ROOT)
+    added = {}
+    with tempfile.TemporaryDirectory(prefix="add_test_site_") as scratch:
+        while True:
+            view = closure.link(env.site, names, pathlib.Path(scratch, str(len(added))))
+            result = _crash_safe(path, env, view, True, variant, host_gpus)
+            found = closure.owners(env.site, set(result["missed"]))
+            new = {dist for dist in found.values() if dist not in names}
+            if not new:
+                break
+            for module, dist in sorted(found.items()):
+                if dist in new:
+                    added.setdefault(dist, []).append(module)
+            names |= new
+    result["added"] = added
+    return result
+
+
+def _crash_safe(path, env, site, run, variant, host_gpus) -> dict:
+    """A run that pytest ended with an INTERNALERROR is measured again with Python's traceback
+    formatter; if that run ends normally, its result is the file's and `pytest_args` says what
+    the stanza must pass."""
+    result = _collect(path, env, site, run, [], variant, host_gpus)
     if run and result.get("exit") == PYTEST_CRASHED:
-        again = _collect(path, env, run, NATIVE_TRACEBACKS, variant, host_gpus)
+        again = _collect(path, env, site, run, NATIVE_TRACEBACKS, variant, host_gpus)
         if again.get("exit") != PYTEST_CRASHED:
             again["crashed_with_defaults"] = {"started": result["started"], "exit": result["exit"]}
             return again
@@ -68,13 +103,14 @@ def measure_gpu_variants(
 def _collect(
     path: pathlib.Path,
     env: Environment,
+    site: pathlib.Path | None,
     run: bool,
     pytest_args: list[str],
     variant: str = "cpu",
     host_gpus: int = 0,
 ) -> dict:
     child_env = {k: v for k, v in os.environ.items() if not k.startswith(envvars.PREFIX)}
-    entries = [str(ROOT), *([str(env.site)] if env.site and env.site.is_dir() else [])]
+    entries = [str(ROOT), *([str(site)] if site and site.is_dir() else [])]
     entries += filter(None, [child_env.get("PYTHONPATH")])
     # The variant's environment from the table (the cpu variant's hides the GPUs); a GPU
     # variant's child is told its variant and the host's GPUs, as its target's processes are,
