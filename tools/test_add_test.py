@@ -15,9 +15,10 @@ from tools.addtest import environment, file_mode, measure, stanza
 
 
 def test_runs_as_a_script_from_any_directory():
-    # No arguments: the usage text, after every import the script needs has worked.
+    # No arguments: the usage text, after every import the script needs has worked. `-S`: no
+    # site packages, as on a fresh host's python3 (no pip, no packaging), where it starts.
     out = subprocess.run(
-        [sys.executable, str(environment.ROOT / "tools" / "add_test.py")],
+        [sys.executable, "-S", str(environment.ROOT / "tools" / "add_test.py")],
         cwd="/",
         capture_output=True,
         text=True,

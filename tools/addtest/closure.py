@@ -11,7 +11,14 @@ import importlib.metadata
 import pathlib
 
 from tools.addtest import deps as deps_of
-from tools.python.generate_build import top_level_entries
+
+
+def top_level_entries(dist: importlib.metadata.Distribution) -> set[str]:
+    # Imported when called: generate_build needs `packaging` (through the lock's reader), which
+    # the interpreter that runs `python3 tools/add_test.py` before re-running in Bazel may lack.
+    from tools.python.generate_build import top_level_entries as entries
+
+    return entries(dist)
 
 
 def distributions(labels: list[str], requires: dict, root: pathlib.Path) -> set[str]:
