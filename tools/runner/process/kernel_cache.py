@@ -22,6 +22,12 @@ header by its preprocessed text, its compile command and the compiler's version;
 holds the torch folder too (headers' __FILE__), so the preprocessor's output, made only to be
 hashed, gets the same replacement before inductor hashes it, and the key the same patched write.
 
+Whole outputs only: inductor compiles straight to the kernel's (or header's) final path and
+takes any file there as built (codecache._worker_compile_cpp), so a compile stopped midway (a
+Bazel TIMEOUT, a kill, an OOM) left a truncated .so that every later test loading that kernel
+failed on ("file too short"), in every target of this user and every run, since the folder is
+shared. Each build now writes beside its target and renames the whole file into place.
+
 Folders: the runner points TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR (unless set) at
 ROOT/<digest of the torch build and the compiler on PATH>/, so processes this patch does not
 reach (ranks started by torch's own launchers, whose keys still hold their sandbox's path)
@@ -35,6 +41,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import threading
 
 from tools.runner.process import build_identity, on_import, private_dirs
 
@@ -44,6 +51,7 @@ __all__ = ["ROOT"]
 ROOT = pathlib.Path(f"/tmp/torch_tests_kernels_{os.getuid()}")
 MODULE = "torch._inductor.codecache"
 _PATCHED = "_torch_test_kernel_cache"
+_PATCHED_BUILD = "_torch_test_whole_outputs"
 HEADERS = "precompiled_headers"
 
 
@@ -82,6 +90,8 @@ def headers_folder(env) -> str | None:
 
 
 def install(codecache, headers: str | None = None) -> None:
+    if hasattr(codecache, "CppBuilder"):
+        _whole_outputs_only(codecache.CppBuilder)
     if headers and hasattr(codecache, "_HEADER_DIR"):  # torch builds that precompile headers
         codecache._HEADER_DIR = headers
         codecache._HEADER_LOCK_DIR = os.path.join(headers, "locks")
@@ -96,6 +106,35 @@ def install(codecache, headers: str | None = None) -> None:
 
     setattr(write, _PATCHED, True)
     codecache.write = write
+
+
+def _whole_outputs_only(builder) -> None:
+    original = builder.build
+    if getattr(original, _PATCHED_BUILD, False):
+        return
+
+    @functools.wraps(original)
+    def build(self, *args, **kwargs):
+        target = getattr(self, "_target_file", None)
+        output = getattr(self, "_output", None)
+        # The builder's output flag ends with its target's path (torch's CppBuilder, POSIX); a
+        # builder of another shape builds as torch has it (test_kernel_cache holds the shape).
+        if not target or not isinstance(output, str) or not output.endswith(" " + target):
+            return original(self, *args, **kwargs)
+        folder, name = os.path.split(target)
+        partial = os.path.join(folder, f".partial-{os.getpid()}-{threading.get_ident()}-{name}")
+        self._target_file, self._output = partial, output[: -len(target)] + partial
+        try:
+            result = original(self, *args, **kwargs)
+            os.replace(partial, target)
+            return result
+        finally:
+            self._target_file, self._output = target, output
+            if os.path.lexists(partial):
+                os.unlink(partial)
+
+    setattr(build, _PATCHED_BUILD, True)
+    builder.build = build
 
 
 def _key_preprocessing_without_sandbox(builder) -> None:

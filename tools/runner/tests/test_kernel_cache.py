@@ -6,13 +6,18 @@ and in a new TMPDIR, as the runner gives every run in either mode: the second ru
 nothing, neither a kernel nor inductor's precompiled header (the compiler, a wrapper, logs what
 it builds). A compiler that changed at the same path (CXX, a wrapper script edited) compiles
 anew. That another torch build never shares a key or a folder is
-checked on stand-in torch folders, whose libraries change.
+checked on stand-in torch folders, whose libraries change. A compile stopped midway leaves
+nothing where inductor would take it as built (torch's own builder, a compiler killed as it
+writes).
 """
 
+import ctypes
 import importlib.util
 import os
 import pathlib
 import sys
+
+import pytest
 
 from tools.runner.process import kernel_cache
 from tools.runner.tests.runner_subprocess import ONE_VEC_ISA, bazel_env, run_runner, write_tests
@@ -152,3 +157,44 @@ def test_text_without_torch_folder_is_left_as_it_is(monkeypatch):
     monkeypatch.setattr(kernel_cache, "_torch_dir", lambda: "/sandbox/site/torch")
     assert kernel_cache.sandbox_free("") == ""
     assert kernel_cache.sandbox_free("-O3 -march=native") == "-O3 -march=native"
+
+
+# Writes part of the file it is asked for, then is killed, as a Bazel TIMEOUT stops a compile.
+KILLED_MIDWAY = """#!/bin/sh
+out= prev=
+for a in "$@"; do [ "$prev" = -o ] && out="$a"; prev="$a"; done
+if [ -n "$out" ]; then printf 'half a kernel' >"$out"; kill -9 $$; fi
+exec g++ "$@"
+"""
+
+
+def test_a_compile_stopped_midway_leaves_nothing_to_load(tmp_path, monkeypatch):
+    from torch._inductor import codecache, cpp_builder
+
+    # install() patches torch's builder and key writer; put them back after this test.
+    monkeypatch.setattr(codecache.CppBuilder, "build", codecache.CppBuilder.build)
+    monkeypatch.setattr(codecache, "write", codecache.write)
+    kernel_cache.install(codecache)
+    source = tmp_path / "kernel.cpp"
+    source.write_text('extern "C" int answer() { return 42; }\n')
+    killed = tmp_path / "killed-g++"
+    killed.write_text(KILLED_MIDWAY)
+    killed.chmod(0o755)
+
+    def builder(compiler: str):
+        return cpp_builder.CppBuilder(
+            name="kernel",
+            sources=str(source),
+            BuildOption=cpp_builder.CppOptions(compiler=compiler),
+            output_dir=str(tmp_path / "kernels"),
+        )
+
+    stopped = builder(str(killed))
+    with pytest.raises(Exception, match="killed-g"):
+        stopped.build()
+    target = pathlib.Path(stopped.get_target_file_path())
+    left = [p.name for p in target.parent.iterdir() if p.is_file()]
+    assert left == [], f"a stopped compile left {left} where inductor takes a kernel as built"
+    whole = builder("g++")
+    whole.build()
+    assert ctypes.CDLL(whole.get_target_file_path()).answer() == 42
