@@ -153,6 +153,39 @@ def test_a_file_is_measured_with_what_its_target_will_have(tmp_path, monkeypatch
     assert any("looked for mdurl" in note for note in found.notes), found.notes
 
 
+# An import only a case makes, of a distribution that needs another (markdown-it-py needs
+# mdurl; neither is a dep of pytest or the runner, both are in this target's runfiles). Its
+# label brings both; the site measured after it was added held markdown-it-py alone, so the
+# case failed there (and the upstream seed's `import transformers` case skipped) where its
+# target passes.
+_IMPORTS_A_PARSER = """
+def test_the_markdown_parser_renders():
+    import markdown_it
+
+    assert markdown_it.MarkdownIt().render("*a*") == "<p><em>a</em></p>\\n"
+"""
+
+
+@pytest.mark.skipif(
+    environment.Environment.of_this_interpreter().manifest.get("mode") == "host",
+    reason="host mode: a host interpreter's targets see its whole site, as add_test measures",
+)
+def test_a_dependency_the_cases_import_is_measured_with_what_it_requires(tmp_path, monkeypatch):
+    path = tmp_path / "test_parser.py"
+    path.write_text(_IMPORTS_A_PARSER)
+    this = environment.Environment.of_this_interpreter()
+    site = pathlib.Path(os.environ.get("RUNFILES_DIR") or os.environ["TEST_SRCDIR"], "pypi", "site")
+    env = environment.Environment(sys.executable, site, this.manifest, "this target's @pypi")
+    monkeypatch.delenv("PYTHONPATH", raising=False)  # the child sees the site it is given
+    result = measure.collect(path, env, run=True)
+    assert result["fails"] == []
+    assert result["added"] == {"markdown-it-py": ["markdown_it"]}
+    assert (
+        "@pypi//:markdown-it-py"
+        in deps.labels_for(result, path, environment.ROOT, env.manifest).labels
+    )
+
+
 def test_a_module_whose_file_is_a_bare_name_is_no_repository_file(monkeypatch):
     # torch gives torch.classes and torch.ops bare __file__ names: resolved against the
     # directory add_test runs in (here the repository's root) they looked like its files.

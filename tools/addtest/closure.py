@@ -27,7 +27,12 @@ def distributions(labels: list[str], requires: dict, root: pathlib.Path) -> set[
     collection's {distribution: [every one it requires]})."""
     brought = deps_of.BuildFiles(root).closure([*deps_of.implicit_deps(root), *labels])
     pypi = [label[len(deps_of.PYPI) :] for label in brought if label.startswith(deps_of.PYPI)]
-    names = {deps_of.canonical(name) for name in pypi}
+    return with_requirements({deps_of.canonical(name) for name in pypi}, requires)
+
+
+def with_requirements(names: set[str], requires: dict) -> set[str]:
+    """`names` and every distribution they require (`requires` as in `distributions`): what
+    their @pypi labels bring, as each py_library depends on its locked requirements."""
     required = {deps_of.canonical(k): v for k, v in requires.items()}
     return names | {r for name in names for r in required.get(name, ())}
 

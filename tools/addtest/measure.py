@@ -58,7 +58,8 @@ def collect(
             for module, dist in sorted(found.items()):
                 if dist in new:
                     added.setdefault(dist, []).append(module)
-            names |= new
+            # A dependency's label brings what it requires: so does the site measured next.
+            names = closure.with_requirements(names | new, collected["requires"])
     result["added"] = added
     return result
 
