@@ -133,21 +133,31 @@ def test_torchrec_is_not_installed():
 """
 
 
-@pytest.mark.skipif(
-    environment.Environment.of_this_interpreter().manifest.get("mode") == "host",
-    reason="host mode: a host interpreter's targets see its whole site, as add_test measures",
-)
-def test_a_file_is_measured_with_what_its_target_will_have(tmp_path, monkeypatch):
-    path = tmp_path / "test_probes.py"
-    path.write_text(_PROBES)
+def _measured_in_this_targets_site(path, source, monkeypatch):
+    """measure.collect's run of `source` written at `path`, in this target's @pypi site (pinned
+    mode), and the deps it yields."""
+    path.write_text(source)
     this = environment.Environment.of_this_interpreter()
     site = pathlib.Path(os.environ.get("RUNFILES_DIR") or os.environ["TEST_SRCDIR"], "pypi", "site")
     env = environment.Environment(sys.executable, site, this.manifest, "this target's @pypi")
     monkeypatch.delenv("PYTHONPATH", raising=False)  # the child sees the site it is given
     result = measure.collect(path, env, run=True)
+    return result, deps.labels_for(result, path, environment.ROOT, env.manifest)
+
+
+_PINNED_ONLY = pytest.mark.skipif(
+    environment.Environment.of_this_interpreter().manifest.get("mode") == "host",
+    reason="host mode: a host interpreter's targets see its whole site, as add_test measures",
+)
+
+
+@_PINNED_ONLY
+def test_a_file_is_measured_with_what_its_target_will_have(tmp_path, monkeypatch):
+    result, found = _measured_in_this_targets_site(
+        tmp_path / "test_probes.py", _PROBES, monkeypatch
+    )
     assert result["fails"] == []
     assert result["added"] == {"mdurl": ["mdurl"]}
-    found = deps.labels_for(result, path, environment.ROOT, env.manifest)
     assert "@pypi//:mdurl" in found.labels
     assert "@pypi//:torchrec" not in found.labels
     assert any("looked for mdurl" in note for note in found.notes), found.notes
@@ -166,24 +176,14 @@ def test_the_markdown_parser_renders():
 """
 
 
-@pytest.mark.skipif(
-    environment.Environment.of_this_interpreter().manifest.get("mode") == "host",
-    reason="host mode: a host interpreter's targets see its whole site, as add_test measures",
-)
+@_PINNED_ONLY
 def test_a_dependency_the_cases_import_is_measured_with_what_it_requires(tmp_path, monkeypatch):
-    path = tmp_path / "test_parser.py"
-    path.write_text(_IMPORTS_A_PARSER)
-    this = environment.Environment.of_this_interpreter()
-    site = pathlib.Path(os.environ.get("RUNFILES_DIR") or os.environ["TEST_SRCDIR"], "pypi", "site")
-    env = environment.Environment(sys.executable, site, this.manifest, "this target's @pypi")
-    monkeypatch.delenv("PYTHONPATH", raising=False)  # the child sees the site it is given
-    result = measure.collect(path, env, run=True)
+    result, found = _measured_in_this_targets_site(
+        tmp_path / "test_parser.py", _IMPORTS_A_PARSER, monkeypatch
+    )
     assert result["fails"] == []
     assert result["added"] == {"markdown-it-py": ["markdown_it"]}
-    assert (
-        "@pypi//:markdown-it-py"
-        in deps.labels_for(result, path, environment.ROOT, env.manifest).labels
-    )
+    assert "@pypi//:markdown-it-py" in found.labels
 
 
 def test_a_module_whose_file_is_a_bare_name_is_no_repository_file(monkeypatch):
