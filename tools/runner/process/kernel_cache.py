@@ -26,7 +26,9 @@ Whole outputs only: inductor compiles straight to the kernel's (or header's) fin
 takes any file there as built (codecache._worker_compile_cpp), so a compile stopped midway (a
 Bazel TIMEOUT, a kill, an OOM) left a truncated .so that every later test loading that kernel
 failed on ("file too short"), in every target of this user and every run, since the folder is
-shared. Each build now writes beside its target and renames the whole file into place.
+shared. Each build now writes beside its target and renames the whole file into place; a
+part whose process was killed before the rename is removed by a later build in its folder
+once it is older than any compile (STALE_PARTIAL_S).
 
 Folders: the runner points TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR (unless set) at
 ROOT/<digest of the torch build and the compiler on PATH>/, so processes this patch does not
@@ -35,6 +37,7 @@ never meet another build's kernels either, even where sandbox paths repeat. ROOT
 its user (tools/runner/process/private_dirs.py): a folder others made or may use is refused.
 """
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -42,6 +45,7 @@ import json
 import os
 import pathlib
 import threading
+import time
 
 from tools.runner.process import build_identity, on_import, private_dirs
 
@@ -53,6 +57,9 @@ MODULE = "torch._inductor.codecache"
 _PATCHED = "_torch_test_kernel_cache"
 _PATCHED_BUILD = "_torch_test_whole_outputs"
 HEADERS = "precompiled_headers"
+PARTIAL = ".partial-"
+# Older than any compile: a part this old belongs to a process that was killed mid-build.
+STALE_PARTIAL_S = 3600
 
 
 def configure(env) -> None:
@@ -122,11 +129,12 @@ def _whole_outputs_only(builder) -> None:
         if not target or not isinstance(output, str) or not output.endswith(" " + target):
             return original(self, *args, **kwargs)
         folder, name = os.path.split(target)
-        partial = os.path.join(folder, f".partial-{os.getpid()}-{threading.get_ident()}-{name}")
+        partial = os.path.join(folder, f"{PARTIAL}{os.getpid()}-{threading.get_ident()}-{name}")
         self._target_file, self._output = partial, output[: -len(target)] + partial
         try:
             result = original(self, *args, **kwargs)
             os.replace(partial, target)
+            _remove_stale_partials(folder)
             return result
         finally:
             self._target_file, self._output = target, output
@@ -135,6 +143,18 @@ def _whole_outputs_only(builder) -> None:
 
     setattr(build, _PATCHED_BUILD, True)
     builder.build = build
+
+
+def _remove_stale_partials(folder: str) -> None:
+    """Parts left by test processes killed mid-build (a rename never came); never one that
+    another process may still be writing."""
+    now = time.time()
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(PARTIAL):
+                with contextlib.suppress(OSError):  # another process removed it first
+                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_PARTIAL_S:
+                        os.unlink(entry.path)
 
 
 def _key_preprocessing_without_sandbox(builder) -> None:

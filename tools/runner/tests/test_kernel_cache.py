@@ -16,6 +16,7 @@ import importlib.util
 import os
 import pathlib
 import sys
+import time
 
 import pytest
 
@@ -198,3 +199,32 @@ def test_a_compile_stopped_midway_leaves_nothing_to_load(tmp_path, monkeypatch):
     whole = builder("g++")
     whole.build()
     assert ctypes.CDLL(whole.get_target_file_path()).answer() == 42
+
+
+def test_a_part_left_by_a_killed_process_goes_once_it_is_stale(tmp_path, monkeypatch):
+    from torch._inductor import codecache, cpp_builder
+
+    monkeypatch.setattr(codecache.CppBuilder, "build", codecache.CppBuilder.build)
+    monkeypatch.setattr(codecache, "write", codecache.write)
+    kernel_cache.install(codecache)
+    source = tmp_path / "kernel.cpp"
+    source.write_text('extern "C" int answer() { return 42; }\n')
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    # What a test process killed before its rename leaves, and one another process is writing.
+    stale = kernels / f"{kernel_cache.PARTIAL}1-2-other.so"
+    stale.write_bytes(b"half a kernel")
+    old = time.time() - kernel_cache.STALE_PARTIAL_S - 60
+    os.utime(stale, (old, old))
+    writing = kernels / f"{kernel_cache.PARTIAL}3-4-another.so"
+    writing.write_bytes(b"a kernel being written")
+    built = cpp_builder.CppBuilder(
+        name="kernel",
+        sources=str(source),
+        BuildOption=cpp_builder.CppOptions(compiler="g++"),
+        output_dir=str(kernels),
+    )
+    built.build()
+    assert ctypes.CDLL(built.get_target_file_path()).answer() == 42
+    assert not stale.exists(), "a part older than any compile was left in the kernels' folder"
+    assert writing.exists(), "a part another process may still be writing was removed"
