@@ -14,7 +14,7 @@ import tomllib
 
 import pytest
 
-from tools.addtest import directory_mode, environment, merge, stanza
+from tools.addtest import directory_mode, environment, measure, merge, stanza
 from tools.runner.session import expectations
 
 SHAPES = """
@@ -172,6 +172,48 @@ def test_on_a_gpu_host_the_gpu_cases_are_measured_and_written_for_their_variant(
     toml.write_text(toml.read_text().replace("proposed = true\n", ""))
     (confirmed,) = expectations.load(str(toml), ["cpu", "gpu"])
     assert confirmed.variants == ("gpu",)
+
+
+# Upstream's test_fake.py initializes a process group it never destroys; test_monotonic_compile.py
+# initializes one only where none is. Each passes alone (plain pytest runs a file a process); in
+# one pack's process the second found the first's group and failed otherwise (DTensor, 2026-12-03).
+LEAVES_A_GROUP = """
+import torch.distributed as dist
+from torch.testing._internal.distributed.fake_pg import FakeStore
+
+
+def test_a_group_of_its_own():
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+    assert dist.get_world_size() == 2
+"""
+
+NEEDS_NO_GROUP = """
+import torch.distributed as dist
+
+
+def test_starts_with_no_group():
+    assert not dist.is_initialized()
+"""
+
+
+def test_files_that_read_otherwise_in_one_process_get_targets_of_their_own(tmp_path):
+    (tmp_path / "test_a_leaves_a_group.py").write_text(LEAVES_A_GROUP)
+    (tmp_path / "test_b_needs_none.py").write_text(NEEDS_NO_GROUP)
+    env = _environment()
+    results = directory_mode.measure(directory_mode.test_files(tmp_path), env, True, 2, 0)
+    assert all(not r["fails"] for r in results.values()), results  # each passes alone
+
+    def together(paths, labels, requires):
+        return measure.together(paths, env, labels, requires)
+
+    said, status = directory_mode.write(tmp_path, results, env, ran=True, together=together)
+    assert status == 0, said
+    build = (tmp_path / "BUILD.bazel").read_text()
+    assert 'name = "test_a_leaves_a_group",' in build, build
+    assert 'name = "test_b_needs_none",' in build and "packed_" not in build, build
+    (line,) = [line for line in said if "NOT PACKED" in line]
+    assert "test_b_needs_none.py::test_starts_with_no_group: failed AssertionError" in line, line
+    assert line.endswith("alone: passed"), line
 
 
 # ---- the merges, on their own

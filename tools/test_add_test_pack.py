@@ -77,8 +77,8 @@ class Env:
     manifest = {"dists": {}}
 
 
-def result(seconds, cases, variant="cpu", fails=()):
-    placed = {f"x.py::T::test_{i}": [variant, []] for i in range(cases)}
+def result(seconds, cases, variant="cpu", fails=(), file="x.py"):
+    placed = {f"{file}::T::test_{i}": [variant, []] for i in range(cases)}
     return {
         "placed": placed,
         "modules": {},
@@ -94,8 +94,8 @@ def result(seconds, cases, variant="cpu", fails=()):
     }
 
 
-def _fail(test):
-    return [f"x.py::T::{test}", {"type": "ValueError", "msg": "the widget count is wrong"}, None]
+def _fail(test, file="x.py"):
+    return [f"{file}::T::{test}", {"type": "ValueError", "msg": "the widget count is wrong"}, None]
 
 
 def _write(directory: pathlib.Path, results: dict[str, dict]):
@@ -165,3 +165,43 @@ def test_a_directory_writes_the_size_of_its_slow_file_and_says_so(tmp_path):
     assert 'size = "large",' in slow, build
     assert build.count("size =") == 1, build
     assert any(line.startswith('test_slow: size = "large"') for line in said), said
+
+
+def test_a_pack_whose_case_reads_otherwise_in_one_process_is_not_packed(tmp_path):
+    # The pack's run (its files in one process) fails a case that passed alone: a file before
+    # it left state in the process. Its files get targets of their own, and add_test says so.
+    results = {"test_a.py": result(0.1, 2), "test_b.py": result(0.1, 2)}
+    seen = []
+
+    def together(paths, labels, requires):
+        seen.append([p.name for p in paths])
+        return result(0.2, 2, fails=[_fail("test_1")])
+
+    for name in results:
+        (tmp_path / name).write_text("def test_0():\n    pass\n")
+    by_path = {tmp_path / name: r for name, r in results.items()}
+    said, status = directory_mode.write(tmp_path, by_path, Env(), ran=True, together=together)
+    assert status == 0 and seen == [["test_a.py", "test_b.py"]], said
+    build = (tmp_path / "BUILD.bazel").read_text()
+    assert 'name = "test_a",' in build and 'name = "test_b",' in build, build
+    assert "packed_" not in build, build
+    (line,) = [line for line in said if "NOT PACKED" in line]
+    assert "x.py::T::test_1: failed ValueError the widget count is wrong; alone: passed" in line
+
+
+def test_a_pack_whose_cases_read_as_alone_stays_a_pack(tmp_path):
+    fail = _fail("test_0", "a.py")
+    results = {"test_a.py": result(0.1, 2, fails=[fail], file="a.py")}
+    results["test_b.py"] = result(0.1, 2, file="b.py")
+    for name in results:
+        (tmp_path / name).write_text("def test_0():\n    pass\n")
+    by_path = {tmp_path / name: r for name, r in results.items()}
+
+    def together(paths, labels, requires):  # the same cases, the same outcomes
+        both = result(0.2, 2, fails=[fail], file="a.py")
+        both["placed"] |= results["test_b.py"]["placed"]
+        return both
+
+    said, _ = directory_mode.write(tmp_path, by_path, Env(), ran=True, together=together)
+    assert 'name = "packed_test_a"' in (tmp_path / "BUILD.bazel").read_text(), said
+    assert not any("NOT PACKED" in line for line in said), said

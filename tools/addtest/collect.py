@@ -1,6 +1,8 @@
 """add_test's child: collects one test file as its targets will and says what it found.
 
-    python3 tools/addtest/collect.py TEST_FILE [--run]
+    python3 tools/addtest/collect.py TEST_FILE... [--run]
+
+(More than one file: a pack's, run in one process as its target runs them: directory_mode.)
 
 Runs in the tests' interpreter (tools/add_test.py starts it with @pypi's environment, or the
 host interpreter in host mode) in one variant's environment (the cpu variant's, GPUs hidden,
@@ -273,15 +275,15 @@ class Recorder:
 def main(argv: list[str]) -> int:
     import pytest
 
-    # argv: FILE [--run] [-- PYTEST_ARG...]: the args after `--` are the stanza's own `args`.
+    # argv: FILE... [--run] [-- PYTEST_ARG...]: the args after `--` are the stanza's own `args`.
     own, extra = (
         (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     )
-    path, run = own[0], "--run" in own[1:]
+    paths, run = [a for a in own if a != "--run"], "--run" in own
     recorder = Recorder()
     missed = Missed.install()
     os.environ[RANK_MODULES] = tempfile.mkdtemp(prefix="add_test_ranks_")
-    args = [path, "-q", "-p", "no:cacheprovider", "-p", PLUGIN, "-o", "xfail_strict=true", *extra]
+    args = [*paths, "-q", "-p", "no:cacheprovider", "-p", PLUGIN, "-o", "xfail_strict=true", *extra]
     code = pytest.main(args + ([] if run else ["--collect-only"]), plugins=[recorder])
     shutil.rmtree(os.environ[RANK_MODULES], ignore_errors=True)
     dists = _distributions(recorder.loaded)

@@ -20,10 +20,14 @@ wrote, saying so where the new measurement differs from it. Every change is prin
 measures again only the files whose content changed since the last (record.py keeps what was
 measured beside the BUILD file; --remeasure measures all), and keeps a target's files together
 while their cost moved by no more than pack.keeps allows.
+A new pack is run once more as its target runs it, its files in one process: where a case
+reads otherwise than when its file ran alone (a file before it left state in the process, e.g.
+a process group it never destroyed), the pack's files get targets of their own, and it says so.
 Exit status 1 when a file could not be collected (its stanza is not written or kept as it was).
 """
 
 import concurrent.futures
+import dataclasses
 import os
 import pathlib
 
@@ -173,6 +177,58 @@ def _arrange(measured: dict, fixed: dict[str, list[str]]) -> dict[str, list]:
     return out
 
 
+def verdicts(result: dict) -> dict[str, tuple]:
+    """{case: what it did} of a run's cpu cases, a failure by its type and the start of its
+    message an entry would match (stanza.stable_prefix)."""
+    out = {n: ("passed",) for n, p in result["placed"].items() if p[0] == "cpu"}
+    out |= {n: ("skipped", stanza.stable_prefix(why)) for n, why in result["skips"]}
+    out |= {n: ("xfailed",) for n in result["xfails"]} | {
+        n: ("xpassed",) for n in result["xpassed"]
+    }
+    for n, first, _ in result["fails"]:
+        out[n] = ("failed", first.get("type"), stanza.stable_prefix(first.get("msg") or ""))
+    return out
+
+
+def _said(verdict: tuple | None) -> str:
+    return "did not run" if verdict is None else " ".join(filter(None, verdict))
+
+
+def _split_packs(directory, arranged, fixed, results, measured, together) -> list[str]:
+    """Runs each new pack's files in one process (`together(paths, deps, requires)`, which is
+    measure.together); a pack where a case of a file measured now reads otherwise than alone
+    has its files marked to run alone (in `measured`). What it says."""
+    by_name = {p.name: r for p, r in results.items() if not isinstance(r, str)}
+    said = []
+    for key, group in arranged.items():
+        fresh = [n for n in group if n in by_name]
+        if len(group) < 2 or key in fixed or not fresh:
+            continue
+        labels = sorted({d for n in group for d in measured[n].deps})
+        alone = {c: v for n in fresh for c, v in verdicts(by_name[n]).items()}
+        try:
+            packed = verdicts(
+                together([directory / n for n in group], labels, by_name[fresh[0]]["requires"])
+            )
+        except SystemExit as error:  # collect's message: the child's output
+            packed, why = {}, str(error).splitlines()[0]
+        else:
+            why = None
+        differ = [c for c, v in alone.items() if packed.get(c) != v]
+        if not differ:
+            continue
+        for n in group:
+            measured[n] = dataclasses.replace(measured[n], alone=True)
+        case = differ[0]
+        said.append(
+            f"{key}: NOT PACKED: its {len(group)} files get targets of their own: run in one "
+            f"process, {len(differ)} case(s) read otherwise than alone, e.g. "
+            f"{stanza.local_name(pathlib.Path(case.split('::')[0]), case)}: "
+            f"{why or _said(packed.get(case))}; alone: {_said(alone[case])}"
+        )
+    return said
+
+
 def _write_entries(toml: pathlib.Path, entries: list[dict], **how) -> list[str]:
     old = toml.read_text() if toml.is_file() else None
     new, said = merge.merge_entries(old, entries, toml.name, **how)
@@ -219,9 +275,12 @@ def _measured(path: pathlib.Path, result: dict, entries: list[dict], deps: list[
     )
 
 
-def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[str], int]:
+def write(
+    directory: pathlib.Path, results: dict, env, ran: bool, together=None
+) -> tuple[list[str], int]:
     """Writes DIR's files from the measured `results`, and from the record for every file not
-    measured now whose content is as recorded; what it says, and the exit status."""
+    measured now whose content is as recorded; what it says, and the exit status. `together`:
+    as measure.together (env bound), to run a new pack's files in one process (None: not run)."""
     said, status, stanzas, measured, no_cases = [], 0, {}, {}, {}
     build = directory / "BUILD.bazel"
     old = build.read_text() if build.is_file() else None
@@ -275,6 +334,11 @@ def write(directory: pathlib.Path, results: dict, env, ran: bool) -> tuple[list[
     }
     fixed = _kept_groups(old, measured, before) | _owned_groups(directory, old, measured)
     arranged = _arrange(measured, fixed)
+    if ran and together is not None:
+        split = _split_packs(directory, arranged, fixed, results, measured, together)
+        if split:
+            said += split
+            arranged = _arrange(measured, fixed)
     where = {name: f"is in {key}'s stanza now" for key, g in arranged.items() for name in g}
     where |= {name: "collects no case now" for name in no_cases}
     where |= {
@@ -389,10 +453,12 @@ def run_tree(
     say,
     measure=measure,
     remeasure: bool = False,
+    together=None,
 ):
     """Measures the test files of `top`'s tree and writes each package's files, saying what it
     does with `say` (a line at a time); the exit status. `measure`: as measure() above. With
-    `run`, only the files to_measure() names are measured (all: `remeasure`)."""
+    `run`, only the files to_measure() names are measured (all: `remeasure`). `together`: as
+    write()'s."""
     directories, skipped = packages(top)
     if not directories:
         raise SystemExit(
@@ -416,7 +482,8 @@ def run_tree(
     status = 0
     for directory in directories:
         say(f"## {directory.relative_to(top.parent).as_posix()}/BUILD.bazel")
-        said, written = write(directory, {f: results[f] for f in files[directory]}, env, run)
+        measured_here = {f: results[f] for f in files[directory]}
+        said, written = write(directory, measured_here, env, run, together)
         for line in said:
             say(line)
         status = max(status, written)
@@ -431,4 +498,10 @@ def main(directory: pathlib.Path, run: bool, jobs: int, remeasure: bool = False)
         raise SystemExit(f"{directory} is not a directory of this repository ({ROOT})")
     env = tests_environment()
     gpus = probe.visible_gpu_count()
-    return run_tree(directory, env, run, jobs, gpus, say=print, remeasure=remeasure)
+
+    def together(paths, labels, requires):
+        return measuring.together(paths, env, labels, requires)
+
+    return run_tree(
+        directory, env, run, jobs, gpus, say=print, remeasure=remeasure, together=together
+    )

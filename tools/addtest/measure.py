@@ -77,6 +77,18 @@ def _crash_safe(path, env, site, run, variant, host_gpus) -> dict:
     return result
 
 
+def together(paths: list[pathlib.Path], env: Environment, labels, requires) -> dict:
+    """collect.py's cpu result for `paths` run in one process, as a pack's target runs them,
+    in the site that target will have (pinned mode: the distributions of its deps `labels`;
+    `requires`: a collection's requirement closure)."""
+    if not (env.site and env.manifest.get("mode") == "lock"):
+        return _collect(paths, env, env.site, True, [])
+    names = closure.distributions(labels, requires, ROOT)
+    with tempfile.TemporaryDirectory(prefix="add_test_site_") as scratch:
+        view = closure.link(env.site, names, pathlib.Path(scratch, "pack"))
+        return _collect(paths, env, view, True, [])
+
+
 def gpu_variants_here(placed: dict[str, list], host_gpus: int) -> list[str]:
     """The GPU variants `placed` uses that a host of `host_gpus` GPUs can run, table order."""
     used = {p[0] for p in placed.values()}
@@ -102,7 +114,7 @@ def measure_gpu_variants(
 
 
 def _collect(
-    path: pathlib.Path,
+    path: pathlib.Path | list[pathlib.Path],
     env: Environment,
     site: pathlib.Path | None,
     run: bool,
@@ -133,7 +145,8 @@ def _collect(
     # whose message follows set order (the first missing key of a set) then reads the same
     # here as in the target, so its proposed `match` holds there.
     child_env[collection.SEED_ENV] = collection.DEFAULT_SEED
-    command = [env.python, str(COLLECTOR), str(path), *(["--run"] if run else [])]
+    paths = path if isinstance(path, list) else [path]
+    command = [env.python, str(COLLECTOR), *map(str, paths), *(["--run"] if run else [])]
     command += ["--", *pytest_args] if pytest_args else []
     out = subprocess.run(command, env=child_env, cwd=ROOT, capture_output=True, text=True)
     prefix = collect_child.RESULT_PREFIX
