@@ -205,3 +205,41 @@ def test_a_pack_whose_cases_read_as_alone_stays_a_pack(tmp_path):
     said, _ = directory_mode.write(tmp_path, by_path, Env(), ran=True, together=together)
     assert 'name = "packed_test_a"' in (tmp_path / "BUILD.bazel").read_text(), said
     assert not any("NOT PACKED" in line for line in said), said
+
+
+def test_a_case_that_timed_out_beside_other_files_is_measured_again_alone(monkeypatch):
+    # A 4-rank DTensor case, measured 2 files at a time on 2 cores, passed torch's 300 s
+    # timeout (proposed as a failure); alone it passes, and so does its target.
+    timeout = {
+        "type": "RuntimeError",
+        "msg": "Process 0 terminated or timed out after 300.05 seconds",
+    }
+    runs = {"test_a.py": [result(0.1, 1)], "test_slow.py": []}
+    runs["test_slow.py"] = [
+        result(300, 2, fails=[["x.py::T::test_1", timeout, None]]),
+        result(250, 2),
+    ]
+    calls = []
+
+    def collect(path, env, run):
+        calls.append(path.name)
+        return runs[path.name].pop(0)
+
+    monkeypatch.setattr(directory_mode.measuring, "collect", collect)
+    files = [pathlib.Path("test_a.py"), pathlib.Path("test_slow.py")]
+    results = directory_mode.measure(files, Env(), True, 2, 0)
+    slow = results[pathlib.Path("test_slow.py")]
+    assert slow["fails"] == [] and slow["alone_after"] == ["x.py::T::test_1"], slow
+    assert sorted(calls) == ["test_a.py", "test_slow.py", "test_slow.py"]
+    assert calls[-1] == "test_slow.py"  # after the others, nothing beside it
+
+
+def test_the_timeout_of_a_file_measured_alone_is_what_it_measured(monkeypatch):
+    timeout = {
+        "type": "RuntimeError",
+        "msg": "Process 0 terminated or timed out after 300.05 seconds",
+    }
+    failed = result(300, 2, fails=[["x.py::T::test_1", timeout, None]])
+    monkeypatch.setattr(directory_mode.measuring, "collect", lambda path, env, run: failed)
+    results = directory_mode.measure([pathlib.Path("test_slow.py")], Env(), True, 1, 0)
+    assert results[pathlib.Path("test_slow.py")]["fails"] == failed["fails"]

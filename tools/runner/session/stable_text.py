@@ -4,8 +4,8 @@ A declaration is written from one run (tools/add_test.py's measuring run, a log)
 against another (the target's runfiles tree, plain pytest, another host). Both a `match` and
 the text it is held against are folded (tools/runner/session/expectations.py), so the parts of
 a message that say where or when it ran, not what went wrong, read the same in every run:
-paths, a test id's packages, unittest's `[N chars]`, addresses, pids, and the ranks of torch's
-multi-process messages.
+paths, a test id's packages, unittest's `[N chars]`, addresses, pids, and the ranks and the
+timeout's elapsed seconds of torch's multi-process messages.
 Exactly what is folded, and why nothing else: docs/adding-tests.md (Declared outcomes). Folding
 folded text changes nothing, so an entry may be written in either form.
 """
@@ -30,6 +30,8 @@ _RANKS = (
     # torch.distributed's prefixes: distributed_c10d's excepthook, FSDP, c10d's watchdog.
     (re.compile(r"\[rank\d+\]"), "[rankR]"),
     (re.compile(r"(\[[^\[\]\n]*\bRank )\d+\]"), r"\1R]"),
+    # common_distributed's timeout names the seconds the parent waited before it looked again.
+    (re.compile(r"\b(timed out after )\d+(?:\.\d+)? seconds"), r"\1S seconds"),
 )
 
 
@@ -52,7 +54,7 @@ _ROOTS = _workspace_roots()
 
 def fold(text: str) -> str:
     """`text` with paths, test ids' packages, unittest's hidden-character counts, addresses,
-    pids and ranks folded."""
+    pids, ranks and a multi-process timeout's seconds folded."""
     text = _SITE_DIR.sub("", text)
     for root in _ROOTS:
         text = text.replace(root, "")
