@@ -313,7 +313,8 @@ def main() -> int:
 
     packages = [scratch / PACKAGE / d.name for d in args.dirs]
     events = work / "bep.json"
-    if "bazel_wall" not in state:
+    # A resumed run keeps each step it finished: a GPU machine's call can stop between them.
+    if "confirmed" not in state or not (scratch / PACKAGE).is_dir():
         packages = scratch_copy(scratch, args.dirs)
         # @pypi fetched first (the copy's own output base), so add_test's wall is its own.
         fetch_wall, _ = timed(
@@ -332,6 +333,10 @@ def main() -> int:
         print(f"add_test: {add_wall:.1f} s, exit {add_codes}", flush=True)
         save(fetch_wall=fetch_wall, add_wall=add_wall, add_codes=add_codes)
         save(confirmed=confirm(packages))
+    elif "bazel_wall" not in state:
+        # The kept copy's output base may be gone with its machine: fetched again, untimed.
+        timed(["tools/bazel", "build", "@pypi//:manifest.json"], scratch, work / "fetch.log")
+    if "bazel_wall" not in state:
         bazel_wall, bazel_code = timed(
             [
                 "tools/bazel",

@@ -216,6 +216,50 @@ def test_files_that_read_otherwise_in_one_process_get_targets_of_their_own(tmp_p
     assert line.endswith("alone: passed"), line
 
 
+THREE_RANKS = """
+from torch.testing._internal.common_distributed import MultiProcessTestCase
+from torch.testing._internal.common_utils import run_tests
+
+
+class TestThreeRanks(MultiProcessTestCase):
+    @property
+    def world_size(self):
+        return 3
+
+    def setUp(self):
+        super().setUp()
+        self._spawn_processes()
+
+    def test_each_rank_knows_the_world(self):
+        self.assertEqual(self.world_size, 3)
+
+
+if __name__ == "__main__":
+    run_tests()
+"""
+
+
+def test_a_file_whose_case_runs_ranks_holds_as_many_cores(tmp_path):
+    # A 4-rank gloo file of DTensor's took 276 s of torch's 300 s per-case limit alone on 2
+    # cores, and timed out in its target beside another (2026-12-03): Bazel must hold the
+    # ranks' cores, whatever the target's size.
+    (tmp_path / "test_ranks.py").write_text(THREE_RANKS)
+    (tmp_path / "test_plain.py").write_text(PLAIN)
+    env = _environment()
+    results = directory_mode.measure(directory_mode.test_files(tmp_path), env, True, 2, 0)
+    said, status = directory_mode.write(tmp_path, results, env, ran=True)
+    assert status == 0, said
+    build = (tmp_path / "BUILD.bazel").read_text()
+    # Its stanza (its own, or the pack it joined: both files are cheap) holds 3 cores.
+    (ranks,) = [s for s in build.split("torch_test(")[1:] if "test_ranks" in s]
+    assert 'tags = ["cpu:3"],' in ranks, build
+    assert build.count("cpu:") == 1, build
+    assert any('tags = ["cpu:3"]: a case runs 3 rank processes at once' in s for s in said), said
+    # A re-run that measures nothing (the files unchanged) keeps the tag from the record.
+    said, status = directory_mode.write(tmp_path, {}, env, ran=True)
+    assert status == 0 and (tmp_path / "BUILD.bazel").read_text() == build, said
+
+
 # ---- the merges, on their own
 
 

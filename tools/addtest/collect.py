@@ -187,6 +187,15 @@ class Recorder:
         self.seconds = 0.0
         self.started = set()  # node ids whose protocol began (a crash leaves the rest out)
         self.missed = set()  # the ranks' Missed names
+        self.ranks = 0  # the most rank processes one case spawned
+        self._dumps = 0  # rank dumps seen when the last case finished
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        # Each rank leaves its dump as it exits, and a multi-process case joins its ranks
+        # before it finishes: the dumps since the last case are this case's ranks.
+        dumps = len(list(pathlib.Path(os.environ[RANK_MODULES]).glob("*.json")))
+        self.ranks = max(self.ranks, dumps - self._dumps)
+        self._dumps = dumps
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.started.add(nodeid)
@@ -303,6 +312,7 @@ def main(argv: list[str]) -> int:
         "fails": recorder.fails(),
         "exit": int(code),
         "started": len(recorder.started),
+        "ranks": recorder.ranks,
         "pytest_args": extra,
     }
     print(RESULT_PREFIX + json.dumps(result), flush=True)

@@ -289,6 +289,7 @@ def _measured(path: pathlib.Path, result: dict, entries: list[dict], deps: list[
         entries=entries,
         deps=deps,
         beside=imported_beside(directory, path, result),
+        ranks=result.get("ranks", 0),
     )
 
 
@@ -384,6 +385,8 @@ def write(
         args = members[0].args if not packed else None
         cost = sum(m.costed().cost for m in members)
         size = pack.size_for(cost)
+        ranks = max(m.ranks for m in members)
+        cpus = pack.cpu_tag(ranks)
         stanzas[key] = stanza.stanza(
             directory / f"{stem}.py",
             placed,
@@ -392,9 +395,12 @@ def write(
             group if packed else None,
             args,
             size,
+            [cpus] if cpus else None,
         )
         if size and any(m.fresh for m in members):
             said.append(f"{stem}: {pack.size_line(size, cost)}")
+        if cpus and any(m.fresh for m in members):
+            said.append(f"{stem}: {pack.cpu_line(ranks)}")
         if packed and any(m.fresh for m in members):
             said.append(f"{key}: packs {', '.join(group)}")
     for name in sorted(old_tomls - written):  # a target no longer written: its generated entries

@@ -60,11 +60,22 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
     ran_here = pack.cpu_cases(placed)
     cost = pack.Measured(path.name, result.get("seconds", 0.0), ran_here, len(placed), ()).cost
     size = pack.size_for(cost) if ran else None
+    cpus = pack.cpu_tag(result.get("ranks", 0)) if ran else None
     out.append(
-        stanza.stanza(path, placed, deps.labels, bool(proposed.entries), args=args, size=size)
+        stanza.stanza(
+            path,
+            placed,
+            deps.labels,
+            bool(proposed.entries),
+            args=args,
+            size=size,
+            tags=[cpus] if cpus else None,
+        )
     )
     if size:
         out.append(f"# {pack.size_line(size, cost)}")
+    if cpus:
+        out.append(f"# {pack.cpu_line(result['ranks'])}")
     if ran and not result["errors"]:
         out += [f"# {line}" for line in stanza.crash_notes(result)]
     out += [f"# deps: {note}" for note in deps.notes]

@@ -6,7 +6,8 @@ One JSON file per package, files by name, one value a line: its diff in a review
 measurements changed. `environment` is a digest of @pypi's packages and their versions (a
 lock or a host interpreter of other packages measures everything again); per file: its
 content's sha256, its cases with their variant and features, what its cpu cases took, the
-variants whose cases ran, and what its target and entries are written from."""
+variants whose cases ran, how many rank processes its widest case ran, and what its target and
+entries are written from."""
 
 import dataclasses
 import hashlib
@@ -33,6 +34,7 @@ class Measured:
     deps: list[str]  # its stanza's deps
     beside: list[str]  # its directory's modules its collection imported (helper candidates)
     fresh: bool = True  # measured in this run, not taken from the record
+    ranks: int = 0  # the most rank processes one of its cases ran at once (pack.cpu_tag)
 
     def costed(self) -> pack.Measured:
         kind = tuple(sorted({(p[0] or "", tuple(p[1])) for p in self.placed.values()}))
@@ -44,9 +46,14 @@ def content_hash(path: pathlib.Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+# Part of the key: a record an add_test of another format wrote (one without `ranks`) is
+# measured again, not read as files of one process.
+FORMAT = 2
+
+
 def environment_key(manifest: dict) -> str:
-    """A digest of the tests' packages and their versions (@pypi's manifest)."""
-    packages = json.dumps(manifest.get("packages"), sort_keys=True)
+    """A digest of the tests' packages and their versions (@pypi's manifest), and FORMAT."""
+    packages = json.dumps(manifest.get("packages"), sort_keys=True) + f"\nformat {FORMAT}"
     return hashlib.sha256(packages.encode()).hexdigest()[:16]
 
 
@@ -66,8 +73,13 @@ def read(directory: pathlib.Path) -> tuple[str | None, dict[str, Measured]]:
 
 
 def text(environment: str, files: dict[str, Measured]) -> str:
+    # `ranks` only where a case ran ranks: a record of files without any reads as before.
     fields = {
-        name: {k: v for k, v in dataclasses.asdict(m).items() if k not in ("name", "fresh")}
+        name: {
+            k: v
+            for k, v in dataclasses.asdict(m).items()
+            if k not in ("name", "fresh") and (k != "ranks" or v)
+        }
         for name, m in sorted(files.items())
     }
     # Not sort_keys: an entry's keys stay in the order its expectations file lists them.

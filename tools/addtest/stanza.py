@@ -30,12 +30,14 @@ def stanza(
     srcs: list[str] | None = None,
     args: list[str] | None = None,
     size: str | None = None,
+    tags: list[str] | None = None,
 ) -> str:
     """The torch_test call, its arguments in buildifier's order (name, the others by name,
     deps), so that formatting the BUILD file changes nothing. `srcs`: a pack of those files,
     named after `path` (then `path.stem` is the pack's name, not a file's). `args`: pytest
     arguments the file's measuring run needed (collect's `pytest_args`). `size`: the Bazel
-    size its measured cost needs (pack.size_for; None: torch_test's default)."""
+    size its measured cost needs (pack.size_for; None: torch_test's default). `tags`: those
+    its measured ranks need (pack.cpu_tag)."""
     used_variants = [v for v in variants.VARIANTS if any(p[0] == v for p in placed.values())]
     arguments = {}
     if used_variants != ["cpu"]:
@@ -53,6 +55,8 @@ def stanza(
         arguments["args"] = starlark_list("args", args)
     if size:
         arguments["size"] = [f'    size = "{size}",']
+    if tags:
+        arguments["tags"] = starlark_list("tags", tags)
     lines = ["torch_test(", f'    name = "{path.stem}",']
     for name in sorted(arguments):
         lines += arguments[name]
