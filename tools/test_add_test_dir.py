@@ -240,7 +240,7 @@ if __name__ == "__main__":
 
 
 def test_a_file_whose_case_runs_ranks_holds_as_many_cores(tmp_path):
-    # A 4-rank gloo file of DTensor's took 276 s of torch's 300 s per-case limit alone on 2
+    # A 2-rank gloo case of DTensor's took 276 s of torch's 300 s per-case limit alone on 2
     # cores, and timed out in its target beside another (2026-12-03): Bazel must hold the
     # ranks' cores, whatever the target's size.
     (tmp_path / "test_ranks.py").write_text(THREE_RANKS)

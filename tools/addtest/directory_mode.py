@@ -64,7 +64,7 @@ def measure(files, env, run: bool, jobs: int, gpus: int) -> dict:
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         results = dict(zip(files, pool.map(one, files), strict=True))
-    # A 4-rank file beside another on 2 cores passed torch's 300 s per-case timeout where alone
+    # A 2-rank file beside another on 2 cores ran past torch's 300 s per-case timeout where alone
     # it passes: its time is the host's load, not a failure to propose (DTensor, 2026-12-03).
     for path, result in results.items() if run and jobs > 1 else ():
         if not isinstance(result, str) and timed_out(result):
@@ -386,7 +386,7 @@ def write(
         cost = sum(m.costed().cost for m in members)
         size = pack.size_for(cost)
         ranks = max(m.ranks for m in members)
-        cpus = pack.cpu_tag(ranks)
+        tags = pack.cpu_tags(ranks)
         stanzas[key] = stanza.stanza(
             directory / f"{stem}.py",
             placed,
@@ -395,11 +395,11 @@ def write(
             group if packed else None,
             args,
             size,
-            [cpus] if cpus else None,
+            tags,
         )
         if size and any(m.fresh for m in members):
             said.append(f"{stem}: {pack.size_line(size, cost)}")
-        if cpus and any(m.fresh for m in members):
+        if tags and any(m.fresh for m in members):
             said.append(f"{stem}: {pack.cpu_line(ranks)}")
         if packed and any(m.fresh for m in members):
             said.append(f"{key}: packs {', '.join(group)}")

@@ -60,7 +60,7 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
     ran_here = pack.cpu_cases(placed)
     cost = pack.Measured(path.name, result.get("seconds", 0.0), ran_here, len(placed), ()).cost
     size = pack.size_for(cost) if ran else None
-    cpus = pack.cpu_tag(result.get("ranks", 0)) if ran else None
+    tags = pack.cpu_tags(result.get("ranks", 0)) if ran else []
     out.append(
         stanza.stanza(
             path,
@@ -69,12 +69,12 @@ def report(path: pathlib.Path, result: dict, env: Environment, ran: bool) -> tup
             bool(proposed.entries),
             args=args,
             size=size,
-            tags=[cpus] if cpus else None,
+            tags=tags,
         )
     )
     if size:
         out.append(f"# {pack.size_line(size, cost)}")
-    if cpus:
+    if tags:
         out.append(f"# {pack.cpu_line(result['ranks'])}")
     if ran and not result["errors"]:
         out += [f"# {line}" for line in stanza.crash_notes(result)]

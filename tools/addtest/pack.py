@@ -49,18 +49,18 @@ def size_line(size: str, cost_s: float) -> str:
     )
 
 
-def cpu_tag(ranks: int) -> str | None:
-    """The `cpu:N` tag of a target whose widest case runs `ranks` processes at once: Bazel then
+def cpu_tags(ranks: int) -> list[str]:
+    """The tags of a target whose widest case runs `ranks` processes at once: `cpu:N`, so Bazel
     holds N of the host's cores while it runs, and runs it alone on a host of fewer. Ranks that
     share the cores with other targets stretch past torch's own per-case timeout (300 s)
-    however large the Bazel size. None for a case of one process (Bazel's default, 1 core)."""
-    return f"cpu:{ranks}" if ranks > 1 else None
+    however large the Bazel size. No tag for a case of one process (Bazel's default, 1 core)."""
+    return [f"cpu:{ranks}"] if ranks > 1 else []
 
 
 def cpu_line(ranks: int) -> str:
-    """What add_test says of a cpu tag it writes, and why."""
+    """What add_test says of the cpu tag it writes, and why."""
     return (
-        f'tags = ["{cpu_tag(ranks)}"]: a case runs {ranks} rank processes at once; Bazel holds '
+        f'tags = ["cpu:{ranks}"]: a case runs {ranks} rank processes at once; Bazel holds '
         f"as many cores while it runs (all of them, alone, on a host of fewer)"
     )
 

@@ -34,7 +34,7 @@ class Measured:
     deps: list[str]  # its stanza's deps
     beside: list[str]  # its directory's modules its collection imported (helper candidates)
     fresh: bool = True  # measured in this run, not taken from the record
-    ranks: int = 0  # the most rank processes one of its cases ran at once (pack.cpu_tag)
+    ranks: int = 0  # the most rank processes one of its cases ran at once (pack.cpu_tags)
 
     def costed(self) -> pack.Measured:
         kind = tuple(sorted({(p[0] or "", tuple(p[1])) for p in self.placed.values()}))
@@ -47,7 +47,8 @@ def content_hash(path: pathlib.Path) -> str:
 
 
 # Part of the key: a record an add_test of another format wrote (one without `ranks`) is
-# measured again, not read as files of one process.
+# measured again, not read as files of one process (it is still read for the packs it kept,
+# hence `ranks`'s default).
 FORMAT = 2
 
 
@@ -73,13 +74,8 @@ def read(directory: pathlib.Path) -> tuple[str | None, dict[str, Measured]]:
 
 
 def text(environment: str, files: dict[str, Measured]) -> str:
-    # `ranks` only where a case ran ranks: a record of files without any reads as before.
     fields = {
-        name: {
-            k: v
-            for k, v in dataclasses.asdict(m).items()
-            if k not in ("name", "fresh") and (k != "ranks" or v)
-        }
+        name: {k: v for k, v in dataclasses.asdict(m).items() if k not in ("name", "fresh")}
         for name, m in sorted(files.items())
     }
     # Not sort_keys: an entry's keys stay in the order its expectations file lists them.

@@ -37,7 +37,7 @@ def stanza(
     named after `path` (then `path.stem` is the pack's name, not a file's). `args`: pytest
     arguments the file's measuring run needed (collect's `pytest_args`). `size`: the Bazel
     size its measured cost needs (pack.size_for; None: torch_test's default). `tags`: those
-    its measured ranks need (pack.cpu_tag)."""
+    its measured ranks need (pack.cpu_tags)."""
     used_variants = [v for v in variants.VARIANTS if any(p[0] == v for p in placed.values())]
     arguments = {}
     if used_variants != ["cpu"]:
